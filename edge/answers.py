@@ -1,0 +1,98 @@
+"""Turn what a tier produced into the client's response: SSE chunks or one JSON body.
+
+Every response carries ``x-edgecore-tier`` and ``x-edgecore-overhead-ms``. Streams end with
+a usage chunk when the client asked for one, then ``[DONE]``; a failure after the first byte
+becomes an error event, never a silent cut.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+from starlette.responses import JSONResponse, StreamingResponse
+
+from shared import completions, sse
+
+
+@dataclass
+class Meta:
+    """Per-request facts that end up in headers and metrics."""
+
+    request_id: str
+    started: float  # perf_counter at arrival
+    tier: str = "edge"
+    cache: str = "off"
+    degraded: str | None = None
+    tier_wait_s: float = 0.0  # time spent waiting on the tier before its first byte
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+    def overhead_ms(self) -> float:
+        return max(0.0, (time.perf_counter() - self.started - self.tier_wait_s) * 1000.0)
+
+    def headers(self) -> dict[str, str]:
+        h = {
+            "x-request-id": self.request_id,
+            "x-edgecore-tier": self.tier,
+            "x-edgecore-cache": self.cache,
+            "x-edgecore-overhead-ms": f"{self.overhead_ms():.2f}",
+        }
+        if self.degraded:
+            h["x-edgecore-degraded"] = self.degraded
+        h.update(self.extra_headers)
+        return h
+
+
+def json_answer(body: dict[str, object], meta: Meta) -> JSONResponse:
+    return JSONResponse(body, headers=meta.headers())
+
+
+def sse_answer(events: AsyncIterator[bytes], meta: Meta) -> StreamingResponse:
+    return StreamingResponse(
+        events, media_type="text/event-stream", headers={**sse.STREAM_HEADERS, **meta.headers()}
+    )
+
+
+async def text_events(
+    deltas: AsyncIterator[str],
+    *,
+    id: str,
+    model: str,
+    include_usage: bool,
+    finish: Callable[[], tuple[str, dict[str, int] | None]],
+    on_error: Callable[[BaseException], Awaitable[str]],
+) -> AsyncIterator[bytes]:
+    """SSE events for an answer produced as text deltas (edge model, cache).
+
+    ``finish`` is called after the last delta and returns (finish_reason, usage).
+    """
+    created = int(time.time())
+    yield sse.encode(
+        completions.chunk(
+            id=id, model=model, created=created, delta={"role": "assistant", "content": ""}
+        )
+    )
+    try:
+        async for delta in deltas:
+            yield sse.encode(
+                completions.chunk(id=id, model=model, created=created, delta={"content": delta})
+            )
+    except Exception as exc:
+        message = await on_error(exc)
+        yield sse.encode(completions.stream_error(message))
+        yield sse.DONE
+        return
+    finish_reason, usage = finish()
+    yield sse.encode(
+        completions.chunk(
+            id=id, model=model, created=created, delta={}, finish_reason=finish_reason
+        )
+    )
+    if include_usage:
+        yield sse.encode(completions.chunk(id=id, model=model, created=created, usage=usage))
+    yield sse.DONE
+
+
+async def once(text: str) -> AsyncIterator[str]:
+    yield text

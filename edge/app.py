@@ -1,0 +1,167 @@
+"""The edge's ASGI app and its lifespan (models, Redis pool, HTTP/2 client to the core)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.asyncio import Redis
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from edge.cache import SemanticCache
+from edge.chat import chat_completions
+from edge.core_client import CoreClient
+from edge.embedder import BatchingEmbedder, Embedder
+from edge.local_model import LocalModel
+from edge.metrics import EdgeMetrics
+from edge.middleware import TierHeaders
+from edge.router import RouteRules
+from edge.settings import EdgeSettings
+from edge.state import EdgeServices
+from shared.errors import EXCEPTION_HANDLERS
+
+log = logging.getLogger("edgecore.edge")
+
+
+async def models(request: Request) -> Response:
+    svc: EdgeServices = request.app.state.edge
+    s = svc.settings
+    owned = {s.auto_model: "edgecore", s.edge_model: "edgecore-edge", s.core_model: "edgecore-core"}
+    data = [
+        {"id": name, "object": "model", "created": 0, "owned_by": by} for name, by in owned.items()
+    ]
+    return JSONResponse({"object": "list", "data": data})
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    """200 while some tier can answer; ``degraded`` lists what is missing."""
+    svc: EdgeServices = request.app.state.edge
+    core_ok = False
+    with contextlib.suppress(Exception):
+        r = await svc.core.client.get("/readyz", timeout=2.0)
+        core_ok = r.status_code == 200
+    redis_ok = svc.cache is not None and await svc.cache.ping()
+    checks: dict[str, Any] = {
+        "core": core_ok,
+        "edge_model": svc.local is not None,
+        "embedder": svc.embedder is not None,
+        "redis": redis_ok,
+    }
+    degraded = [name for name, ok in checks.items() if not ok]
+    serving = core_ok or svc.local is not None
+    body = {
+        "status": ("degraded" if degraded else "ready") if serving else "unavailable",
+        "checks": checks,
+        "degraded": degraded,
+    }
+    return JSONResponse(body, status_code=200 if serving else 503)
+
+
+async def metrics(request: Request) -> Response:
+    svc: EdgeServices = request.app.state.edge
+    return Response(generate_latest(svc.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalModel | None]:
+    """Load the ONNX models off the event loop; a missing model disables its feature."""
+    embedder: BatchingEmbedder | None = None
+    local: LocalModel | None = None
+    embed_dir = settings.embed_model_dir()
+    if embed_dir.exists():
+        e = await asyncio.to_thread(Embedder, embed_dir, threads=settings.embed_threads)
+        embedder = BatchingEmbedder(
+            e, max_batch=settings.embed_max_batch, window_ms=settings.embed_batch_window_ms
+        )
+    else:
+        log.warning(
+            "no embedding model at %s: cache disabled (run `edgecore models prepare`)", embed_dir
+        )
+    model_dir = settings.resolved_edge_model_dir()
+    if model_dir.exists():
+        local = await asyncio.to_thread(
+            LocalModel,
+            model_dir,
+            threads=settings.edge_threads,
+            max_concurrency=settings.edge_max_concurrency,
+            queue_timeout_s=settings.edge_queue_timeout_s,
+            context_tokens=settings.edge_context_tokens,
+            max_new_tokens=settings.edge_max_new_tokens,
+        )
+    else:
+        log.warning("no edge model at %s: every request goes to the core", model_dir)
+    return embedder, local
+
+
+def create_app(settings: EdgeSettings) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        embedder, local = await _load(settings)
+        redis: Redis | None = None
+        cache: SemanticCache | None = None
+        if settings.cache_enabled and embedder is not None:
+            redis = Redis.from_url(
+                settings.redis_url,
+                socket_timeout=settings.redis_timeout_s,
+                socket_connect_timeout=settings.redis_timeout_s,
+            )
+            cache = SemanticCache(
+                redis,
+                index=settings.cache_index,
+                dim=embedder.dim,
+                ttl_s=settings.cache_ttl_s,
+                min_similarity=settings.cache_min_similarity,
+                retry_after_s=settings.retry_after_s,
+            )
+        core = CoreClient(
+            settings.core_url,
+            connect_timeout_s=settings.core_connect_timeout_s,
+            first_byte_timeout_s=settings.core_first_byte_timeout_s,
+            idle_timeout_s=settings.core_idle_timeout_s,
+        )
+        rules = RouteRules(
+            auto_model=settings.auto_model,
+            edge_model=settings.edge_model,
+            core_model=settings.core_model,
+            max_prompt_chars=settings.route_max_prompt_chars,
+            max_tokens=settings.route_max_tokens,
+        )
+        svc = EdgeServices(settings, rules, EdgeMetrics.create(), core, embedder, cache, local)
+        app.state.edge = svc
+        if embedder is not None:
+            embedder.start()
+        try:
+            yield
+        finally:
+            await svc.drain()
+            await core.aclose()
+            if embedder is not None:
+                await embedder.close()
+            if redis is not None:
+                await redis.aclose()
+            if local is not None:
+                await asyncio.to_thread(local.close)
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+        ],
+        middleware=[Middleware(TierHeaders)],
+        exception_handlers=dict(EXCEPTION_HANDLERS),
+        lifespan=lifespan,
+    )

@@ -1,0 +1,183 @@
+"""The edge's small model (SmolLM2-135M-Instruct, ONNX INT8) on onnxruntime-genai.
+
+Generation runs on worker threads; tokens reach the event loop through a queue. A bounded
+number of generations run at once (the edge has few cores); waiting for a slot has a
+deadline, and a cancelled request stops its generator at the next token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import onnxruntime_genai as og
+
+from shared.schemas import ChatCompletionRequest
+
+
+class EdgeBusy(Exception):
+    """No generation slot freed up in time."""
+
+
+class PromptTooLong(Exception):
+    def __init__(self, tokens: int, limit: int) -> None:
+        super().__init__(f"prompt has {tokens} tokens; the edge model's window is {limit}")
+        self.tokens = tokens
+        self.limit = limit
+
+
+@dataclass
+class Generation:
+    """Filled in while tokens stream; read after the stream ends."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = "stop"
+
+
+class LocalModel:
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        threads: int,
+        max_concurrency: int,
+        queue_timeout_s: float,
+        context_tokens: int,
+        max_new_tokens: int,
+    ) -> None:
+        config = og.Config(str(model_dir))
+        config.clear_providers()  # CPU
+        # Threads per generation: set through the config overlay the runtime reads.
+        config.overlay(
+            json.dumps(
+                {
+                    "model": {
+                        "decoder": {
+                            "session_options": {
+                                "intra_op_num_threads": threads,
+                                "inter_op_num_threads": 1,
+                            }
+                        }
+                    }
+                }
+            )
+        )
+        self.model = og.Model(config)
+        self.tokenizer = og.Tokenizer(self.model)
+        self.context_tokens = context_tokens
+        self.max_new_tokens = max_new_tokens
+        self.queue_timeout_s = queue_timeout_s
+        self._slots = asyncio.Semaphore(max_concurrency)
+        self._executor = ThreadPoolExecutor(max_concurrency, thread_name_prefix="edge-gen")
+        self.waiting = 0
+        self.running = 0
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _prompt_tokens(self, req: ChatCompletionRequest) -> Any:
+        messages = [{"role": m.role, "content": m.text()} for m in req.messages]
+        prompt = self.tokenizer.apply_chat_template(
+            json.dumps(messages), add_generation_prompt=True
+        )
+        return self.tokenizer.encode(prompt)
+
+    async def stream(self, req: ChatCompletionRequest, gen: Generation) -> AsyncIterator[str]:
+        """Yield text deltas; ``gen`` holds token counts and finish reason at the end."""
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self._slots.acquire(), self.queue_timeout_s)
+        except TimeoutError:
+            raise EdgeBusy() from None
+        finally:
+            self.waiting -= 1
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
+        stop = threading.Event()
+
+        def emit(item: str | BaseException | None) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        self.running += 1
+        try:
+            tokens = await loop.run_in_executor(self._executor, self._prompt_tokens, req)
+            gen.prompt_tokens = len(tokens)
+            if gen.prompt_tokens >= self.context_tokens:
+                raise PromptTooLong(gen.prompt_tokens, self.context_tokens)
+            limit = min(req.output_limit or self.max_new_tokens, self.max_new_tokens)
+            limit = min(limit, self.context_tokens - gen.prompt_tokens)
+            future = loop.run_in_executor(
+                self._executor, self._generate, req, tokens, limit, gen, stop, emit
+            )
+            try:
+                while True:
+                    item = await queue.get()
+                    if item is None:
+                        break
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+            finally:
+                stop.set()  # client gone or stream closed: free the slot at the next token
+                await asyncio.shield(future)
+        finally:
+            self.running -= 1
+            self._slots.release()
+
+    def _generate(
+        self,
+        req: ChatCompletionRequest,
+        tokens: Any,
+        limit: int,
+        gen: Generation,
+        stop: threading.Event,
+        emit: Any,
+    ) -> None:
+        try:
+            params = og.GeneratorParams(self.model)
+            options: dict[str, Any] = {"max_length": gen.prompt_tokens + limit}
+            temperature = 1.0 if req.temperature is None else req.temperature
+            if temperature > 0:
+                options.update(do_sample=True, temperature=temperature, top_p=req.top_p or 1.0)
+            else:
+                options.update(do_sample=False)
+            if req.seed is not None:
+                options["random_seed"] = req.seed
+            params.set_search_options(**options)
+            generator = og.Generator(self.model, params)
+            generator.append_tokens(tokens)
+            decoder = self.tokenizer.create_stream()
+            stops = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
+            text = ""
+            gen.finish_reason = "length"
+            while not stop.is_set():
+                if generator.is_done():
+                    gen.finish_reason = "stop" if gen.completion_tokens < limit else "length"
+                    break
+                generator.generate_next_token()
+                token = generator.get_next_tokens()[0]
+                gen.completion_tokens += 1
+                piece = decoder.decode(token)
+                if not piece:
+                    continue
+                if stops:
+                    text += piece
+                    hit = min((i for s in stops if (i := text.find(s)) >= 0), default=-1)
+                    if hit >= 0:
+                        tail = text[:hit]
+                        already = len(text) - len(piece)
+                        if hit > already:
+                            emit(tail[already:])
+                        gen.finish_reason = "stop"
+                        break
+                emit(piece)
+            emit(None)
+        except BaseException as exc:  # surfaced on the event loop, not lost in the thread
+            emit(exc)

@@ -1,0 +1,93 @@
+"""The edge's Prometheus metrics, on a registry owned by the app (no process globals).
+
+Names follow the OpenTelemetry GenAI conventions where one exists
+(``gen_ai_server_time_to_first_token_seconds``, ``gen_ai_client_token_usage``);
+the rest are edgecore's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+@dataclass
+class EdgeMetrics:
+    registry: CollectorRegistry
+    requests: Counter
+    in_flight: Gauge
+    ttft: Histogram
+    duration: Histogram
+    overhead: Histogram
+    tokens: Counter
+    cache: Counter
+    cache_similarity: Histogram
+    embed_seconds: Histogram
+    route: Counter
+    degraded: Counter
+    core_requests: Counter
+    disconnects: Counter
+
+    @classmethod
+    def create(cls) -> EdgeMetrics:
+        r = CollectorRegistry()
+        return cls(
+            registry=r,
+            requests=Counter(
+                "edgecore_edge_requests", "Chat requests by tier and status.",
+                ["tier", "status"], registry=r,
+            ),
+            in_flight=Gauge("edgecore_edge_in_flight", "Chat requests in flight.", registry=r),
+            ttft=Histogram(
+                "gen_ai_server_time_to_first_token_seconds",
+                "Time from request arrival to the first answer byte.",
+                ["tier"], buckets=_LATENCY, registry=r,
+            ),
+            duration=Histogram(
+                "gen_ai_server_request_duration_seconds",
+                "Time from request arrival to the last answer byte.",
+                ["tier"], buckets=_LATENCY, registry=r,
+            ),
+            overhead=Histogram(
+                "edgecore_edge_overhead_seconds",
+                "Time the edge added before the first byte (tier wait excluded).",
+                ["tier"], buckets=_LATENCY, registry=r,
+            ),
+            tokens=Counter(
+                "gen_ai_client_token_usage", "Tokens by tier and type (input/output).",
+                ["tier", "type"], registry=r,
+            ),
+            cache=Counter(
+                "edgecore_cache_lookups",
+                "Cache outcomes: hit, miss, bypass (not cacheable/opt-out), error.",
+                ["outcome"], registry=r,
+            ),
+            cache_similarity=Histogram(
+                "edgecore_cache_hit_similarity", "Cosine similarity of served cache hits.",
+                buckets=(0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 1.0), registry=r,
+            ),
+            embed_seconds=Histogram(
+                "edgecore_embed_seconds", "Embedding latency per request (queue included).",
+                buckets=_LATENCY, registry=r,
+            ),
+            route=Counter(
+                "edgecore_route_decisions", "Routing decisions by tier and reason.",
+                ["tier", "reason"], registry=r,
+            ),
+            degraded=Counter(
+                "edgecore_degraded", "Requests answered in a degraded mode, by reason.",
+                ["reason"], registry=r,
+            ),
+            core_requests=Counter(
+                "edgecore_core_forwards", "Requests forwarded to the core, by HTTP version.",
+                ["http_version"], registry=r,
+            ),
+            disconnects=Counter(
+                "edgecore_edge_client_disconnects",
+                "Requests whose client left early; upstream work was cancelled.",
+                ["tier"], registry=r,
+            ),
+        )  # fmt: skip

@@ -1,0 +1,37 @@
+"""Pure ASGI middleware (BaseHTTPMiddleware would hide client disconnects from handlers)."""
+
+from __future__ import annotations
+
+import time
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class TierHeaders:
+    """Make sure every API response names its tier and the edge's overhead.
+
+    Answers set their own; anything else (validation errors, 404s) was answered by the edge
+    alone, so the whole time to the first byte is overhead.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                if "x-edgecore-tier" not in headers:
+                    headers["x-edgecore-tier"] = "edge"
+                if "x-edgecore-overhead-ms" not in headers:
+                    elapsed = (time.perf_counter() - started) * 1000.0
+                    headers["x-edgecore-overhead-ms"] = f"{elapsed:.2f}"
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,80 @@
+"""The edge's typed settings, loaded once from ``EDGECORE_EDGE_*`` environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.paths import default_home, default_models_dir
+
+
+class EdgeSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="EDGECORE_EDGE_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+    home: Path = Field(default_factory=default_home)
+    models_dir: Path = Field(default_factory=default_models_dir)
+
+    # Model names the edge answers to. "auto" lets the router pick the tier.
+    auto_model: str = "auto"
+    edge_model: str = "edge-smollm2-135m"
+    core_model: str = "smollm2-135m-instruct"
+
+    # --- core (forwarded over HTTP/2) ---
+    core_url: str = "http://127.0.0.1:8090"
+    core_connect_timeout_s: float = Field(default=3.0, gt=0)
+    core_first_byte_timeout_s: float = Field(default=120.0, gt=0)
+    core_idle_timeout_s: float = Field(default=60.0, gt=0)
+    core_unavailable_policy: Literal["edge", "503"] = Field(
+        default="edge",
+        description="Core down: answer with the edge model (x-edgecore-degraded) or 503.",
+    )
+    retry_after_s: int = Field(default=5, ge=1)
+
+    # --- Redis semantic cache ---
+    redis_url: str = "redis://127.0.0.1:6390/0"
+    redis_timeout_s: float = Field(default=0.25, gt=0)
+    cache_enabled: bool = True
+    cache_index: str = "edgecore:cache:v1"
+    cache_min_similarity: float = Field(default=0.95, ge=0.0, le=1.0)
+    cache_ttl_s: int = Field(default=3600, ge=1)
+    cache_only_deterministic: bool = Field(
+        default=True, description="Cache only temperature-0 requests (others vary by design)."
+    )
+    cache_context_messages: int = Field(
+        default=4, ge=1, description="Earlier turns embedded with the last message."
+    )
+
+    # --- embedding (all-MiniLM-L6-v2, ONNX INT8) ---
+    embed_threads: int = Field(default=1, ge=1)
+    embed_max_batch: int = Field(default=32, ge=1)
+    embed_batch_window_ms: float = Field(default=0.0, ge=0.0)
+
+    # --- edge model (SmolLM2 via onnxruntime-genai) ---
+    edge_model_dir: Path | None = None
+    edge_threads: int = Field(default=2, ge=1)
+    edge_max_concurrency: int = Field(default=2, ge=1)
+    edge_queue_timeout_s: float = Field(default=10.0, gt=0)
+    edge_max_new_tokens: int = Field(default=512, ge=1)
+    edge_context_tokens: int = Field(default=2048, ge=256)
+
+    # --- routing (simple rules; see edge.router) ---
+    route_max_prompt_chars: int = Field(default=600, ge=0)
+    route_max_tokens: int = Field(default=256, ge=1)
+
+    # --- input limits ---
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    max_messages: int = Field(default=256, ge=1)
+    max_prompt_chars: int = Field(default=200_000, ge=1)
+
+    def resolved_edge_model_dir(self) -> Path:
+        return self.edge_model_dir or self.models_dir / "smollm2-135m-instruct-onnx-int8"
+
+    def embed_model_dir(self) -> Path:
+        return self.models_dir / "all-minilm-l6-v2-onnx"

@@ -1,0 +1,50 @@
+"""The edge's long-lived services, built in the app's lifespan and passed explicitly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from edge.cache import SemanticCache
+from edge.core_client import CoreClient
+from edge.embedder import BatchingEmbedder
+from edge.local_model import LocalModel
+from edge.metrics import EdgeMetrics
+from edge.router import RouteRules
+from edge.settings import EdgeSettings
+
+log = logging.getLogger("edgecore.edge")
+
+
+@dataclass
+class EdgeServices:
+    settings: EdgeSettings
+    rules: RouteRules
+    metrics: EdgeMetrics
+    core: CoreClient
+    embedder: BatchingEmbedder | None
+    cache: SemanticCache | None
+    local: LocalModel | None
+    _background: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run follow-up work (cache stores) after the response, without losing the task."""
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("background task failed: %r", task.exception())
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        if self._background:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(*self._background, return_exceptions=True), timeout
+                )

@@ -1,0 +1,1 @@
+"""Code both the edge and the core use: OpenAI schemas, errors, SSE, processes, paths."""

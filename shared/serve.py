@@ -1,0 +1,49 @@
+"""Serve an ASGI app with Hypercorn until SIGINT/SIGTERM, then shut down gracefully."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+from hypercorn.asyncio import serve as hypercorn_serve
+from hypercorn.config import Config
+from starlette.types import ASGIApp
+
+
+def hypercorn_config(
+    host: str,
+    port: int,
+    *,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+    graceful_timeout: float = 10.0,
+) -> Config:
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    # Hypercorn speaks HTTP/2 via ALPN with TLS, and h2c prior knowledge without.
+    config.alpn_protocols = ["h2", "http/1.1"]
+    if certfile and keyfile:
+        config.certfile = str(certfile)
+        config.keyfile = str(keyfile)
+    config.graceful_timeout = graceful_timeout
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    # Long-TTFT streams must not be cut by idle timeouts between keepalive frames.
+    config.keep_alive_timeout = 75.0
+    # Many concurrent streams per HTTP/2 connection from the edge's pool.
+    config.h2_max_concurrent_streams = 256
+    return config
+
+
+async def serve_until_signal(app: ASGIApp, config: Config) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await hypercorn_serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+
+
+def run(app: ASGIApp, config: Config) -> None:
+    asyncio.run(serve_until_signal(app, config))

@@ -1,0 +1,171 @@
+"""``edgecore up``: Redis, core (with its engine) and edge on one machine, as child processes.
+
+Each child runs in its own process group and logs to ``<home>/logs``; Ctrl-C or SIGTERM
+stops them all in reverse order, and nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from shared.process import ChildProcess, wait_http_ok
+from shared.redis_server import redis_command, redis_env
+
+
+@dataclass
+class StackPorts:
+    edge: int = 8080
+    core: int = 8090
+    engine: int = 8091
+    redis: int = 6390
+    host: str = "127.0.0.1"
+
+
+async def wait_redis(port: int, host: str, timeout: float, child: ChildProcess) -> None:
+    deadline = time.monotonic() + timeout
+    client = Redis(host=host, port=port, socket_connect_timeout=1.0)
+    try:
+        while True:
+            if not child.running:
+                raise RuntimeError(f"redis exited with code {child.returncode}")
+            try:
+                if await client.ping():
+                    return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"redis on port {port} not ready") from None
+            await asyncio.sleep(0.2)
+    finally:
+        await client.aclose()
+
+
+def _banner(ports: StackPorts, log_dir: Path, key_note: str = "") -> str:
+    url = f"http://{ports.host}:{ports.edge}"
+    return f"""
+edgecore is up.
+  edge   {url}   (OpenAI-compatible: /v1/chat/completions, /v1/models, /metrics)
+  core   http://{ports.host}:{ports.core}   (vLLM engine on :{ports.engine})
+  redis  redis://{ports.host}:{ports.redis}
+  logs   {log_dir}
+{key_note}
+Try it (the second identical call is answered by the cache: x-edgecore-tier: cache):
+
+  curl -sN {url}/v1/chat/completions -H 'content-type: application/json' -D - \\
+    -d '{{"model": "auto", "temperature": 0, "stream": true,
+         "messages": [{{"role": "user", "content": "What is the capital of France?"}}]}}'
+
+From Python (pip install openai):
+
+  from openai import OpenAI
+  client = OpenAI(base_url="{url}/v1", api_key="unused")
+  r = client.chat.completions.create(model="auto", temperature=0,
+      messages=[{{"role": "user", "content": "Name three primary colours."}}])
+  print(r.choices[0].message.content)
+
+Ctrl-C stops everything.
+"""
+
+
+def _children(home: Path, ports: StackPorts, log_dir: Path) -> list[ChildProcess]:
+    redis_dir = home / "redis" / "data"
+    redis_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(
+        EDGECORE_HOME=str(home),
+        EDGECORE_CORE_HOST=ports.host,
+        EDGECORE_CORE_PORT=str(ports.core),
+        EDGECORE_CORE_ENGINE__PORT=str(ports.engine),
+        EDGECORE_EDGE_HOST=ports.host,
+        EDGECORE_EDGE_PORT=str(ports.edge),
+        EDGECORE_EDGE_CORE_URL=f"http://{ports.host}:{ports.core}",
+        EDGECORE_EDGE_REDIS_URL=f"redis://{ports.host}:{ports.redis}/0",
+    )
+    me = [sys.executable, "-m", "shared.cli"]
+    redis = redis_command(port=ports.redis, data_dir=redis_dir, bind=ports.host)
+    commands = [
+        ("redis", redis, redis_env(home)),
+        ("core", [*me, "core", "serve"], env),
+        ("edge", [*me, "edge", "serve"], env),
+    ]
+    # Each child owns its log file; it stays open for the child's lifetime.
+    return [
+        ChildProcess(name, argv, env=e, output=open(log_dir / f"{name}.log", "ab"))
+        for name, argv, e in commands
+    ]
+
+
+async def up(home: Path, ports: StackPorts) -> int:
+    log_dir = home / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    children = _children(home, ports, log_dir)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    started: list[ChildProcess] = []
+    try:
+        redis, core, edge = children
+        print(f"starting redis on :{ports.redis} ...", flush=True)
+        await redis.start()
+        started.append(redis)
+        await wait_redis(ports.redis, ports.host, 30, redis)
+        print(
+            f"starting core on :{ports.core} (the vLLM engine takes ~30-90 s on a CPU) ...",
+            flush=True,
+        )
+        await core.start()
+        started.append(core)
+        await _until(
+            stop, wait_http_ok(f"http://{ports.host}:{ports.core}/readyz", timeout=900, child=core)
+        )
+        print(f"starting edge on :{ports.edge} ...", flush=True)
+        await edge.start()
+        started.append(edge)
+        await _until(
+            stop, wait_http_ok(f"http://{ports.host}:{ports.edge}/readyz", timeout=300, child=edge)
+        )
+        print(_banner(ports, log_dir), flush=True)
+        waits = [asyncio.create_task(c.wait()) for c in started]
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait([stopper, *waits], return_when=asyncio.FIRST_COMPLETED)
+        for t in [stopper, *waits]:
+            t.cancel()
+        for c in started:
+            if not c.running:
+                print(
+                    f"{c.name} exited with code {c.returncode}; see {log_dir}/{c.name}.log",
+                    file=sys.stderr,
+                )
+                return 1
+        return 0
+    except (RuntimeError, TimeoutError) as exc:
+        print(f"edgecore up failed: {exc}; logs in {log_dir}", file=sys.stderr)
+        return 1
+    except asyncio.CancelledError:
+        return 130
+    finally:
+        print("stopping ...", flush=True)
+        for c in reversed(started):
+            await c.stop()
+        print("stopped.", flush=True)
+
+
+async def _until(stop: asyncio.Event, work: Awaitable[None]) -> None:
+    """Await ``work`` unless a stop signal comes first."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    if task not in done:
+        task.cancel()
+        raise asyncio.CancelledError()
+    task.result()

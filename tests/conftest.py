@@ -1,0 +1,197 @@
+"""Fixtures that start the real parts on loopback ports: Redis Stack, core (+vLLM), edge.
+
+Servers are session-scoped (the vLLM engine takes ~30-60 s to start on a CPU) and stopped
+with their whole process group at the end; their logs are printed when they fail to start.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from shared.paths import default_home
+from shared.redis_server import redis_command, redis_env
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    name: str
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        import signal
+
+        from shared.process import _signal_group
+
+        if self.proc.poll() is None:
+            _signal_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+        _signal_group(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def start(name: str, argv: list[str], env: dict[str, str], log_dir: Path, url: str) -> Server:
+    log = log_dir / f"{name}.log"
+    out = open(log, "wb")
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return Server(name, proc, url, log)
+
+
+def wait_ready(server: Server, path: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            pytest.fail(f"{server.name} exited with {server.proc.returncode}:\n{server.tail()}")
+        try:
+            if httpx.get(server.url + path, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.stop()
+    pytest.fail(f"{server.name} not ready after {timeout:.0f}s:\n{server.tail()}")
+
+
+@pytest.fixture(scope="session")
+def home() -> Path:
+    return default_home()
+
+
+@pytest.fixture(scope="session")
+def models_dir(home: Path) -> Path:
+    models = Path(os.environ.get("EDGECORE_EDGE_MODELS_DIR", home / "models"))
+    needed = [
+        "all-minilm-l6-v2-onnx",
+        "smollm2-135m-instruct-hf",
+        "smollm2-135m-instruct-onnx-int8",
+    ]
+    missing = [n for n in needed if not (models / n).exists()]
+    if missing:
+        pytest.fail(f"models missing in {models}: {missing}; run `edgecore models prepare`")
+    return models
+
+
+@pytest.fixture(scope="session")
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("logs")
+
+
+@pytest.fixture(scope="session")
+def redis_url(home: Path, log_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    data = tmp_path_factory.mktemp("redis")
+    server = start(
+        "redis",
+        redis_command(port=port, data_dir=data),
+        redis_env(home),
+        log_dir,
+        f"redis://127.0.0.1:{port}/0",
+    )
+    import redis
+
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if redis.Redis(port=port).ping():
+                break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or server.proc.poll() is not None:
+                server.stop()
+                pytest.fail(f"redis did not start:\n{server.tail()}")
+            time.sleep(0.1)
+    yield server.url
+    server.stop()
+
+
+def service_env(**values: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(values)
+    return env
+
+
+@pytest.fixture(scope="session")
+def core_url(models_dir: Path, log_dir: Path) -> Iterator[str]:
+    port, engine_port = free_port(), free_port()
+    env = service_env(
+        EDGECORE_CORE_PORT=str(port),
+        EDGECORE_CORE_ENGINE__PORT=str(engine_port),
+        EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
+    )
+    server = start(
+        "core",
+        [sys.executable, "-m", "shared.cli", "core", "serve"],
+        env,
+        log_dir,
+        f"http://127.0.0.1:{port}",
+    )
+    wait_ready(server, "/readyz", timeout=900)
+    yield server.url
+    server.stop()
+
+
+def start_edge(name: str, log_dir: Path, models_dir: Path, **settings: str) -> Server:
+    port = free_port()
+    env = service_env(
+        EDGECORE_EDGE_PORT=str(port),
+        EDGECORE_EDGE_MODELS_DIR=str(models_dir),
+        **{f"EDGECORE_EDGE_{k.upper()}": v for k, v in settings.items()},
+    )
+    server = start(
+        name,
+        [sys.executable, "-m", "shared.cli", "edge", "serve"],
+        env,
+        log_dir,
+        f"http://127.0.0.1:{port}",
+    )
+    wait_ready(server, "/healthz", timeout=120)
+    return server
+
+
+@pytest.fixture(scope="session")
+def edge_url(core_url: str, redis_url: str, models_dir: Path, log_dir: Path) -> Iterator[str]:
+    server = start_edge("edge", log_dir, models_dir, core_url=core_url, redis_url=redis_url)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"evaluation data not found at {SHARED_DATA}")
+    return SHARED_DATA

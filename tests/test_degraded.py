@@ -1,0 +1,87 @@
+"""A dead dependency degrades the service; it never hangs it or turns into a 500."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import free_port, start_edge
+
+pytestmark = pytest.mark.slow
+
+LONG = "Summarise in one sentence: " + "The quick brown fox jumps over the lazy dog. " * 30
+
+
+@pytest.fixture(scope="module")
+def orphan_edge(models_dir: Path, log_dir: Path) -> Iterator[str]:
+    """An edge whose core and Redis are both unreachable (nothing listens on their ports)."""
+    server = start_edge(
+        "edge-orphan",
+        log_dir,
+        models_dir,
+        core_url=f"http://127.0.0.1:{free_port()}",
+        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+    )
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def strict_edge(models_dir: Path, log_dir: Path, redis_url: str) -> Iterator[str]:
+    """Core unreachable and policy '503': no silent fallback."""
+    server = start_edge(
+        "edge-strict",
+        log_dir,
+        models_dir,
+        redis_url=redis_url,
+        core_url=f"http://127.0.0.1:{free_port()}",
+        core_unavailable_policy="503",
+    )
+    yield server.url
+    server.stop()
+
+
+def chat(url: str, content: str, **kw: object) -> httpx.Response:
+    body = {
+        "model": "auto",
+        "temperature": 0,
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": content}],
+        **kw,
+    }
+    return httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
+
+
+def test_core_down_falls_back_to_the_edge_model(orphan_edge: str) -> None:
+    t = time.monotonic()
+    r = chat(orphan_edge, LONG)
+    assert r.status_code == 200, r.text
+    assert r.headers["x-edgecore-tier"] == "edge"
+    assert r.headers["x-edgecore-degraded"] == "core-unreachable"
+    assert time.monotonic() - t < 30
+
+
+def test_core_down_with_503_policy(strict_edge: str) -> None:
+    r = chat(strict_edge, LONG)
+    assert r.status_code == 503
+    assert int(r.headers["retry-after"]) > 0
+    assert r.json()["error"]["code"] == "core_unavailable"
+
+
+def test_redis_down_bypasses_the_cache(orphan_edge: str) -> None:
+    r = chat(orphan_edge, "Say hi.")
+    assert r.status_code == 200 and r.headers["x-edgecore-cache"] == "error"
+    r = chat(orphan_edge, "Say hi.")  # inside the back-off: no Redis round trip at all
+    assert r.status_code == 200 and r.headers["x-edgecore-cache"] == "error"
+
+
+def test_readyz_reports_what_is_degraded(orphan_edge: str, strict_edge: str) -> None:
+    body = httpx.get(orphan_edge + "/readyz").json()
+    assert body["status"] == "degraded"
+    assert set(body["degraded"]) >= {"core", "redis"}
+    body = httpx.get(strict_edge + "/readyz").json()
+    assert body["degraded"] == ["core"]

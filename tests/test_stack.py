@@ -1,0 +1,180 @@
+"""The whole path with real parts: OpenAI SDK -> edge -> Redis / edge model / core -> vLLM."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+from openai import OpenAI
+
+pytestmark = pytest.mark.slow
+
+CORE_MODEL = "smollm2-135m-instruct"
+EDGE_MODEL = "edge-smollm2-135m"
+
+
+def client(edge_url: str) -> OpenAI:
+    return OpenAI(base_url=edge_url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def unique(text: str) -> str:
+    """A prompt no earlier test (or run, on a shared Redis) has cached."""
+    return f"{text} (ref {uuid.uuid4().hex[:8]})"
+
+
+def test_models_and_health(edge_url: str) -> None:
+    ids = {m.id for m in client(edge_url).models.list()}
+    assert {"auto", EDGE_MODEL, CORE_MODEL} <= ids
+    assert httpx.get(edge_url + "/healthz").json() == {"status": "ok"}
+    ready = httpx.get(edge_url + "/readyz").json()
+    assert ready["status"] == "ready", ready
+
+
+def test_short_prompt_is_answered_by_the_edge_model(edge_url: str) -> None:
+    raw = client(edge_url).chat.completions.with_raw_response.create(
+        model="auto",
+        messages=[{"role": "user", "content": unique("Say hello.")}],
+        max_tokens=16,
+    )
+    assert raw.headers["x-edgecore-tier"] == "edge"
+    assert float(raw.headers["x-edgecore-overhead-ms"]) >= 0
+    r = raw.parse()
+    assert r.model == EDGE_MODEL and r.choices[0].message.content
+    assert r.usage is not None and r.usage.completion_tokens > 0
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+
+
+def test_long_prompt_goes_to_the_core(edge_url: str) -> None:
+    long_prompt = unique("Summarise this text in one sentence: " + "The quick brown fox. " * 40)
+    raw = client(edge_url).chat.completions.with_raw_response.create(
+        model="auto",
+        messages=[{"role": "user", "content": long_prompt}],
+        max_tokens=16,
+    )
+    assert raw.headers["x-edgecore-tier"] == "core"
+    assert raw.parse().model == CORE_MODEL
+
+
+def test_explicit_core_model_streams_with_usage(edge_url: str) -> None:
+    with client(edge_url).chat.completions.with_streaming_response.create(
+        model=CORE_MODEL,
+        messages=[{"role": "user", "content": unique("Name a colour.")}],
+        max_tokens=16,
+        stream=True,
+        stream_options={"include_usage": True},
+    ) as raw:
+        assert raw.headers["x-edgecore-tier"] == "core"
+        assert raw.headers["content-type"].startswith("text/event-stream")
+        assert raw.headers["x-accel-buffering"] == "no"
+        chunks = list(raw.parse())
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+def test_stream_without_usage_request_has_no_usage_chunk(edge_url: str) -> None:
+    stream = client(edge_url).chat.completions.create(
+        model=CORE_MODEL,
+        messages=[{"role": "user", "content": unique("Name a fruit.")}],
+        max_tokens=8,
+        stream=True,
+    )
+    chunks = list(stream)
+    assert all(c.choices for c in chunks)
+
+
+def test_edge_model_streams(edge_url: str) -> None:
+    stream = client(edge_url).chat.completions.create(
+        model=EDGE_MODEL,
+        messages=[{"role": "user", "content": unique("Count to three.")}],
+        max_tokens=16,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert any(c.choices and c.choices[0].finish_reason for c in chunks)
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+@pytest.mark.parametrize("model", ["auto", CORE_MODEL])
+def test_repeated_prompt_is_answered_by_the_cache(edge_url: str, model: str) -> None:
+    c = client(edge_url)
+    messages = [
+        {"role": "user", "content": unique("What is two plus two? Answer with one number.")}
+    ]
+    first = c.chat.completions.with_raw_response.create(
+        model=model,
+        messages=messages,
+        temperature=0,
+        max_tokens=64,  # type: ignore[arg-type]
+    )
+    answer = first.parse()
+    assert first.headers["x-edgecore-cache"] == "miss"
+    if answer.choices[0].finish_reason != "stop":
+        pytest.skip("the model did not finish within max_tokens; such answers are not cached")
+    for _ in range(50):  # the store runs after the response; give it a moment
+        second = c.chat.completions.with_raw_response.create(
+            model=model,
+            messages=messages,
+            temperature=0,
+            max_tokens=64,  # type: ignore[arg-type]
+        )
+        if second.headers["x-edgecore-tier"] == "cache":
+            break
+    assert second.headers["x-edgecore-tier"] == "cache"
+    assert second.parse().choices[0].message.content == answer.choices[0].message.content
+    # Streaming clients get the cached answer as SSE.
+    stream = c.chat.completions.create(
+        model=model,
+        messages=messages,
+        temperature=0,
+        max_tokens=64,
+        stream=True,  # type: ignore[arg-type]
+    )
+    assert "".join(ch.choices[0].delta.content or "" for ch in stream if ch.choices) == (
+        answer.choices[0].message.content
+    )
+
+
+def test_cache_respects_opt_out_and_other_parameters(edge_url: str) -> None:
+    c = client(edge_url)
+    messages = [{"role": "user", "content": unique("Reply with the word yes.")}]
+    c.chat.completions.create(model=EDGE_MODEL, messages=messages, temperature=0, max_tokens=32)  # type: ignore[arg-type]
+    no_store = c.chat.completions.with_raw_response.create(
+        model=EDGE_MODEL,
+        messages=messages,
+        temperature=0,
+        max_tokens=32,  # type: ignore[arg-type]
+        extra_headers={"cache-control": "no-store"},
+    )
+    assert no_store.headers["x-edgecore-tier"] == "edge"
+    other = c.chat.completions.with_raw_response.create(
+        model=EDGE_MODEL,
+        messages=messages,
+        temperature=0,
+        max_tokens=32,
+        seed=7,  # type: ignore[arg-type]
+    )
+    assert other.headers["x-edgecore-tier"] == "edge"
+    sampled = c.chat.completions.with_raw_response.create(
+        model=EDGE_MODEL,
+        messages=messages,
+        temperature=0.8,
+        max_tokens=32,  # type: ignore[arg-type]
+    )
+    assert sampled.headers["x-edgecore-cache"] == "bypass"
+
+
+def test_edge_to_core_speaks_http2(edge_url: str, core_url: str) -> None:
+    client(edge_url).chat.completions.create(
+        model=CORE_MODEL,
+        messages=[{"role": "user", "content": unique("Hi")}],
+        max_tokens=4,
+    )
+    core_metrics = httpx.get(core_url + "/metrics").text
+    assert 'edgecore_core_requests_total{http_version="2",status="200"}' in core_metrics
+    assert 'edgecore_core_requests_total{http_version="1.1"' not in core_metrics
+    edge_metrics = httpx.get(edge_url + "/metrics").text
+    assert 'edgecore_core_forwards_total{http_version="HTTP/2"}' in edge_metrics
