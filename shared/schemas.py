@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 
@@ -47,7 +47,7 @@ class ChatCompletionRequest(BaseModel):
 
     model: str = Field(min_length=1, max_length=256)
     messages: list[Message] = Field(min_length=1)
-    stream: bool = False
+    stream: StrictBool = False
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
