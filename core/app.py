@@ -18,15 +18,16 @@ from prometheus_client import (
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from core.engine import Engine
 from core.settings import CoreSettings
 from shared import completions, sse
-from shared.disconnect import ClientDisconnected, cancel_on_disconnect
+from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import EXCEPTION_HANDLERS, ApiError
 from shared.http import json_object, read_body, request_id
+from shared.streaming import EventStreamResponse
 
 
 @dataclass
@@ -118,7 +119,7 @@ async def _relay_once(
         r = await cancel_on_disconnect(request.receive, st.engine_client.send(upstream))
     except ClientDisconnected:
         st.metrics.disconnects.inc()
-        return Response(status_code=499)
+        return Response(status_code=CLIENT_CLOSED)
     except httpx.HTTPError:
         raise _unavailable() from None
     return Response(
@@ -138,7 +139,7 @@ async def _relay_stream(
         )
     except ClientDisconnected:
         st.metrics.disconnects.inc()
-        return Response(status_code=499)
+        return Response(status_code=CLIENT_CLOSED)
     except httpx.HTTPError:
         raise _unavailable() from None
     if r.status_code != 200:
@@ -167,11 +168,7 @@ async def _relay_stream(
                 st.metrics.disconnects.inc()
             await r.aclose()
 
-    return StreamingResponse(
-        relay(),
-        media_type="text/event-stream",
-        headers={**sse.STREAM_HEADERS, "x-request-id": rid},
-    )
+    return EventStreamResponse(relay(), headers={**sse.STREAM_HEADERS, "x-request-id": rid})
 
 
 async def models(request: Request) -> Response:

@@ -7,13 +7,16 @@ becomes an error event, never a silent cut.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from starlette.responses import JSONResponse, StreamingResponse
 
+from edge.metrics import EdgeMetrics
 from shared import completions, sse
+from shared.streaming import EventStreamResponse
 
 
 @dataclass
@@ -49,20 +52,18 @@ def json_answer(body: dict[str, object], meta: Meta) -> JSONResponse:
 
 
 def sse_answer(events: AsyncIterator[bytes], meta: Meta) -> StreamingResponse:
-    return StreamingResponse(
-        events, media_type="text/event-stream", headers={**sse.STREAM_HEADERS, **meta.headers()}
-    )
+    return EventStreamResponse(events, headers={**sse.STREAM_HEADERS, **meta.headers()})
 
 
 async def text_events(
-    deltas: AsyncIterator[str],
+    deltas: AsyncGenerator[str, None],
     *,
     id: str,
     model: str,
     include_usage: bool,
     finish: Callable[[], tuple[str, dict[str, int] | None]],
     on_error: Callable[[BaseException], Awaitable[str]],
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """SSE events for an answer produced as text deltas (edge model, cache).
 
     ``finish`` is called after the last delta and returns (finish_reason, usage).
@@ -74,10 +75,11 @@ async def text_events(
         )
     )
     try:
-        async for delta in deltas:
-            yield sse.encode(
-                completions.chunk(id=id, model=model, created=created, delta={"content": delta})
-            )
+        async with contextlib.aclosing(deltas):
+            async for delta in deltas:
+                yield sse.encode(
+                    completions.chunk(id=id, model=model, created=created, delta={"content": delta})
+                )
     except Exception as exc:
         message = await on_error(exc)
         yield sse.encode(completions.stream_error(message))
@@ -94,5 +96,21 @@ async def text_events(
     yield sse.DONE
 
 
-async def once(text: str) -> AsyncIterator[str]:
+async def once(text: str) -> AsyncGenerator[str, None]:
     yield text
+
+
+def observe(
+    m: EdgeMetrics, meta: Meta, usage: dict[str, int] | None, *, done: bool = False
+) -> None:
+    """Record first-byte metrics once (done=False) and end-of-answer metrics (usage, duration)."""
+    elapsed = time.perf_counter() - meta.started
+    if not done:
+        m.ttft.labels(meta.tier).observe(elapsed)
+        m.overhead.labels(meta.tier).observe(meta.overhead_ms() / 1000.0)
+        m.requests.labels(meta.tier, "200").inc()
+    if done or usage is not None:
+        m.duration.labels(meta.tier).observe(elapsed)
+    if usage:
+        m.tokens.labels(meta.tier, "input").inc(usage.get("prompt_tokens", 0))
+        m.tokens.labels(meta.tier, "output").inc(usage.get("completion_tokens", 0))

@@ -98,6 +98,7 @@ async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalM
             queue_timeout_s=settings.edge_queue_timeout_s,
             context_tokens=settings.edge_context_tokens,
             max_new_tokens=settings.edge_max_new_tokens,
+            repetition_penalty=settings.edge_repetition_penalty,
         )
     else:
         log.warning("no edge model at %s: every request goes to the core", model_dir)
@@ -137,7 +138,12 @@ def create_app(settings: EdgeSettings) -> Starlette:
             max_prompt_chars=settings.route_max_prompt_chars,
             max_tokens=settings.route_max_tokens,
         )
-        svc = EdgeServices(settings, rules, EdgeMetrics.create(), core, embedder, cache, local)
+        metrics = EdgeMetrics.create()
+        if local is not None:
+            metrics.edge_model_running.set_function(lambda: local.running)
+            metrics.edge_model_waiting.set_function(lambda: local.waiting)
+            metrics.edge_model_cancelled.set_function(lambda: local.cancelled)
+        svc = EdgeServices(settings, rules, metrics, core, embedder, cache, local)
         app.state.edge = svc
         if embedder is not None:
             embedder.start()

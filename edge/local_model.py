@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +51,7 @@ class LocalModel:
         queue_timeout_s: float,
         context_tokens: int,
         max_new_tokens: int,
+        repetition_penalty: float = 1.0,
     ) -> None:
         config = og.Config(str(model_dir))
         config.clear_providers()  # CPU
@@ -73,11 +74,13 @@ class LocalModel:
         self.tokenizer = og.Tokenizer(self.model)
         self.context_tokens = context_tokens
         self.max_new_tokens = max_new_tokens
+        self.repetition_penalty = repetition_penalty
         self.queue_timeout_s = queue_timeout_s
         self._slots = asyncio.Semaphore(max_concurrency)
         self._executor = ThreadPoolExecutor(max_concurrency, thread_name_prefix="edge-gen")
         self.waiting = 0
         self.running = 0
+        self.cancelled = 0  # generations stopped early because nobody was listening
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -89,7 +92,9 @@ class LocalModel:
         )
         return self.tokenizer.encode(prompt)
 
-    async def stream(self, req: ChatCompletionRequest, gen: Generation) -> AsyncIterator[str]:
+    async def stream(
+        self, req: ChatCompletionRequest, gen: Generation
+    ) -> AsyncGenerator[str, None]:
         """Yield text deltas; ``gen`` holds token counts and finish reason at the end."""
         self.waiting += 1
         try:
@@ -142,7 +147,10 @@ class LocalModel:
     ) -> None:
         try:
             params = og.GeneratorParams(self.model)
-            options: dict[str, Any] = {"max_length": gen.prompt_tokens + limit}
+            options: dict[str, Any] = {
+                "max_length": gen.prompt_tokens + limit,
+                "repetition_penalty": self.repetition_penalty,
+            }
             temperature = 1.0 if req.temperature is None else req.temperature
             if temperature > 0:
                 options.update(do_sample=True, temperature=temperature, top_p=req.top_p or 1.0)
@@ -178,6 +186,8 @@ class LocalModel:
                         gen.finish_reason = "stop"
                         break
                 emit(piece)
+            if stop.is_set():
+                self.cancelled += 1
             emit(None)
         except BaseException as exc:  # surfaced on the event loop, not lost in the thread
             emit(exc)

@@ -30,6 +30,9 @@ class EdgeMetrics:
     degraded: Counter
     core_requests: Counter
     disconnects: Counter
+    edge_model_running: Gauge
+    edge_model_waiting: Gauge
+    edge_model_cancelled: Gauge
 
     @classmethod
     def create(cls) -> EdgeMetrics:
@@ -89,5 +92,17 @@ class EdgeMetrics:
                 "edgecore_edge_client_disconnects",
                 "Requests whose client left early; upstream work was cancelled.",
                 ["tier"], registry=r,
+            ),
+            edge_model_running=Gauge(
+                "edgecore_edge_model_running", "Edge-model generations running now.", registry=r,
+            ),
+            edge_model_waiting=Gauge(
+                "edgecore_edge_model_waiting", "Requests waiting for an edge-model slot.",
+                registry=r,
+            ),
+            edge_model_cancelled=Gauge(
+                "edgecore_edge_model_cancelled",
+                "Edge-model generations stopped early because the client left (a count).",
+                registry=r,
             ),
         )  # fmt: skip

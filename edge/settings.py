@@ -63,6 +63,12 @@ class EdgeSettings(BaseSettings):
     edge_queue_timeout_s: float = Field(default=10.0, gt=0)
     edge_max_new_tokens: int = Field(default=512, ge=1)
     edge_context_tokens: int = Field(default=2048, ge=256)
+    edge_repetition_penalty: float = Field(
+        default=1.1,
+        ge=1.0,
+        le=2.0,
+        description="SmolLM2-135M (from a Q4_1 GGUF) loops under greedy decoding without it.",
+    )
 
     # --- routing (simple rules; see edge.router) ---
     route_max_prompt_chars: int = Field(default=600, ge=0)

@@ -10,6 +10,9 @@ from starlette.types import Receive
 
 T = TypeVar("T")
 
+# Status recorded for requests whose client left (nginx's convention); nobody receives it.
+CLIENT_CLOSED = 499
+
 
 class ClientDisconnected(Exception):
     """The client closed the connection before the answer was ready."""

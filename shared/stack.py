@@ -7,6 +7,7 @@ stops them all in reverse order, and nothing is left behind.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -48,20 +49,30 @@ async def wait_redis(port: int, host: str, timeout: float, child: ChildProcess) 
         await client.aclose()
 
 
-def _banner(ports: StackPorts, log_dir: Path, key_note: str = "") -> str:
+# The request the banner suggests (and tests/test_up.py replays): deterministic, so the
+# second identical call is a cache hit.
+EXAMPLE_BODY = {
+    "model": "auto",
+    "temperature": 0,
+    "stream": True,
+    "messages": [{"role": "user", "content": "What is the capital of France?"}],
+}
+
+
+def _banner(ports: StackPorts, log_dir: Path) -> str:
     url = f"http://{ports.host}:{ports.edge}"
+    body = json.dumps(EXAMPLE_BODY)
     return f"""
 edgecore is up.
   edge   {url}   (OpenAI-compatible: /v1/chat/completions, /v1/models, /metrics)
   core   http://{ports.host}:{ports.core}   (vLLM engine on :{ports.engine})
   redis  redis://{ports.host}:{ports.redis}
   logs   {log_dir}
-{key_note}
-Try it (the second identical call is answered by the cache: x-edgecore-tier: cache):
+
+Try it (run it twice: the second answer comes from the cache, x-edgecore-tier: cache):
 
   curl -sN {url}/v1/chat/completions -H 'content-type: application/json' -D - \\
-    -d '{{"model": "auto", "temperature": 0, "stream": true,
-         "messages": [{{"role": "user", "content": "What is the capital of France?"}}]}}'
+    -d '{body}'
 
 From Python (pip install openai):
 

@@ -145,12 +145,22 @@ def service_env(**values: str) -> dict[str, str]:
     return env
 
 
+@dataclass
+class CorePorts:
+    core: int
+    engine: int
+
+
 @pytest.fixture(scope="session")
-def core_url(models_dir: Path, log_dir: Path) -> Iterator[str]:
-    port, engine_port = free_port(), free_port()
+def core_ports() -> CorePorts:
+    return CorePorts(core=free_port(), engine=free_port())
+
+
+@pytest.fixture(scope="session")
+def core_url(models_dir: Path, log_dir: Path, core_ports: CorePorts) -> Iterator[str]:
     env = service_env(
-        EDGECORE_CORE_PORT=str(port),
-        EDGECORE_CORE_ENGINE__PORT=str(engine_port),
+        EDGECORE_CORE_PORT=str(core_ports.core),
+        EDGECORE_CORE_ENGINE__PORT=str(core_ports.engine),
         EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
     )
     server = start(
@@ -158,11 +168,16 @@ def core_url(models_dir: Path, log_dir: Path) -> Iterator[str]:
         [sys.executable, "-m", "shared.cli", "core", "serve"],
         env,
         log_dir,
-        f"http://127.0.0.1:{port}",
+        f"http://127.0.0.1:{core_ports.core}",
     )
     wait_ready(server, "/readyz", timeout=900)
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def engine_url(core_url: str, core_ports: CorePorts) -> str:
+    return f"http://127.0.0.1:{core_ports.engine}"
 
 
 def start_edge(name: str, log_dir: Path, models_dir: Path, **settings: str) -> Server:

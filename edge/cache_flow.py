@@ -1,0 +1,146 @@
+"""The cache step of a chat request: embed, look up, and later store the answer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from starlette.datastructures import Headers
+from starlette.responses import Response
+
+from edge import cache_key
+from edge.answers import Meta, json_answer, observe, once, sse_answer, text_events
+from edge.cache import CachedAnswer, CacheUnavailable
+from edge.state import EdgeServices
+from shared import completions
+from shared.schemas import ChatCompletionRequest
+
+
+@dataclass
+class CacheProbe:
+    vector: np.ndarray
+    partition: str
+    context: str
+    lookup: bool
+    hit: CachedAnswer | None = None
+
+
+def _cache_directive(headers: Headers) -> str:
+    """'off' (neither read nor write), 'refresh' (write only) or 'on'."""
+    explicit = headers.get("x-edgecore-cache", "").strip().lower()
+    if explicit in ("off", "refresh"):
+        return explicit
+    cache_control = headers.get("cache-control", "").lower()
+    if "no-store" in cache_control:
+        return "off"
+    if "no-cache" in cache_control:
+        return "refresh"
+    return "on"
+
+
+async def cache_probe(
+    svc: EdgeServices, req: ChatCompletionRequest, headers: Headers, meta: Meta
+) -> CacheProbe | None:
+    s = svc.settings
+    if svc.cache is None or svc.embedder is None:
+        return None
+    directive = _cache_directive(headers)
+    if directive == "off" or not cache_key.is_cacheable(
+        req, only_deterministic=s.cache_only_deterministic
+    ):
+        meta.cache = "bypass"
+        svc.metrics.cache.labels("bypass").inc()
+        return None
+    t = time.perf_counter()
+    try:
+        vector = await asyncio.wait_for(
+            svc.embedder.embed(cache_key.conversation_text(req.messages, s.cache_context_messages)),
+            timeout=2.0,
+        )
+    except Exception:  # embedding failed: bypass the cache, keep serving
+        meta.cache = "error"
+        svc.metrics.cache.labels("error").inc()
+        return None
+    finally:
+        svc.metrics.embed_seconds.observe(time.perf_counter() - t)
+    probe = CacheProbe(
+        vector=vector,
+        partition=cache_key.partition_key(req, tenant="default", embedder_id=svc.embedder.model_id),
+        context=cache_key.context_key(req.messages),
+        lookup=directive == "on",
+    )
+    if not probe.lookup:
+        meta.cache = "refresh"
+        return probe
+    try:
+        probe.hit = await asyncio.wait_for(
+            svc.cache.lookup(vector, partition=probe.partition, context=probe.context),
+            s.redis_timeout_s,
+        )
+    except (TimeoutError, CacheUnavailable):
+        meta.cache = "error"
+        svc.metrics.cache.labels("error").inc()
+        return None
+    meta.cache = "hit" if probe.hit else "miss"
+    svc.metrics.cache.labels(meta.cache).inc()
+    if probe.hit:
+        svc.metrics.cache_similarity.observe(probe.hit.similarity)
+    return probe
+
+
+def remember(
+    svc: EdgeServices,
+    probe: CacheProbe | None,
+    content: str,
+    finish_reason: str | None,
+    usage: dict[str, int] | None,
+    model: str,
+) -> None:
+    if probe is None or svc.cache is None or finish_reason != "stop" or not content:
+        return
+    cache = svc.cache
+    answer = CachedAnswer(content=content, finish_reason=finish_reason, usage=usage, model=model)
+
+    async def store() -> None:
+        with contextlib.suppress(CacheUnavailable, asyncio.TimeoutError):
+            await asyncio.wait_for(
+                cache.store(
+                    probe.vector, partition=probe.partition, context=probe.context, answer=answer
+                ),
+                svc.settings.redis_timeout_s * 4,
+            )
+
+    svc.spawn(store())
+
+
+def from_cache(
+    svc: EdgeServices, req: ChatCompletionRequest, hit: CachedAnswer, meta: Meta
+) -> Response:
+    cid = completions.new_id()
+    meta.extra_headers["x-edgecore-cache-similarity"] = f"{hit.similarity:.4f}"
+    observe(svc.metrics, meta, hit.usage)
+    if not req.stream:
+        body = completions.completion(
+            id=cid,
+            model=hit.model,
+            content=hit.content,
+            finish_reason=hit.finish_reason,
+            usage=hit.usage,
+        )
+        return json_answer(body, meta)
+
+    async def on_error(exc: BaseException) -> str:
+        return "cache read failed"
+
+    events = text_events(
+        once(hit.content),
+        id=cid,
+        model=hit.model,
+        include_usage=req.include_usage,
+        finish=lambda: (hit.finish_reason, hit.usage),
+        on_error=on_error,
+    )
+    return sse_answer(events, meta)

@@ -1,0 +1,169 @@
+"""The core tier: forward over HTTP/2 and relay the answer without buffering.
+
+The edge asks the core for a *stream* even when its client wants one JSON body, and
+assembles the body itself. That way the first byte arrives at once (deadlines mean
+something), usage always comes back, and a client that leaves can be cancelled at any
+point by resetting the HTTP/2 stream. Requests whose answers are not plain text (tools,
+logprobs) are forwarded as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response
+
+from edge.answers import Meta, json_answer, observe, sse_answer
+from edge.cache_flow import CacheProbe, remember
+from edge.h2_cancel import close_early
+from edge.state import EdgeServices
+from shared import completions, sse
+from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
+from shared.errors import ApiError
+from shared.schemas import ChatCompletionRequest
+
+
+def upstream_payload(
+    data: dict[str, Any], req: ChatCompletionRequest, model: str
+) -> dict[str, Any]:
+    payload = dict(data)
+    payload["model"] = model
+    if req.stream or not (req.tools or data.get("logprobs")):
+        payload["stream"] = True
+        # Always ask for usage (metrics, cache); dropped again if the client did not.
+        payload["stream_options"] = {**(data.get("stream_options") or {}), "include_usage": True}
+    return payload
+
+
+async def from_core(
+    request: Request,
+    svc: EdgeServices,
+    req: ChatCompletionRequest,
+    data: dict[str, Any],
+    meta: Meta,
+    probe: CacheProbe | None,
+) -> Response:
+    payload = upstream_payload(data, req, svc.settings.core_model)
+    t = time.perf_counter()
+    try:
+        upstream = await cancel_on_disconnect(
+            request.receive, svc.core.send(payload, request_id=meta.request_id, stream=True)
+        )
+    except ClientDisconnected:
+        svc.metrics.disconnects.labels("core").inc()
+        return Response(status_code=CLIENT_CLOSED)
+    meta.tier = "core"
+    svc.metrics.core_requests.labels(upstream.http_version).inc()
+    svc.metrics.route.labels("core", "forward").inc()
+    if req.stream:
+        meta.tier_wait_s = time.perf_counter() - t
+        observe(svc.metrics, meta, None)
+        return sse_answer(_relay(svc, upstream, req, meta, probe), meta)
+    try:
+        if payload.get("stream"):
+            body = await cancel_on_disconnect(request.receive, _assemble(svc, upstream, probe))
+        else:
+            body = await cancel_on_disconnect(request.receive, _read_json(upstream))
+    except ClientDisconnected:
+        svc.metrics.disconnects.labels("core").inc()
+        return Response(status_code=CLIENT_CLOSED)
+    meta.tier_wait_s = time.perf_counter() - t  # the whole answer is the core's time
+    observe(svc.metrics, meta, body.get("usage"))
+    return json_answer(body, meta)
+
+
+async def _read_json(upstream: httpx.Response) -> dict[str, Any]:
+    try:
+        await upstream.aread()
+    finally:
+        await close_early(upstream)
+    body: dict[str, Any] = upstream.json()
+    return body
+
+
+async def _events(
+    upstream: httpx.Response, acc: completions.StreamAccumulator
+) -> AsyncGenerator[tuple[str, dict[str, Any] | None], None]:
+    """The core's SSE payloads, recorded in ``acc``; resets the stream if not read to the end."""
+    decoder = sse.SSEDecoder()
+    try:
+        async for raw in upstream.aiter_bytes():
+            for payload in decoder.feed(raw):
+                yield payload, acc.add(payload)
+        for payload in decoder.close():
+            yield payload, acc.add(payload)
+    finally:
+        # Also runs when the client leaves: the core sees RST_STREAM and aborts the engine.
+        await close_early(upstream)
+
+
+async def _assemble(
+    svc: EdgeServices, upstream: httpx.Response, probe: CacheProbe | None
+) -> dict[str, Any]:
+    acc = completions.StreamAccumulator()
+    first: dict[str, Any] = {}
+    events = _events(upstream, acc)
+    try:
+        async with contextlib.aclosing(events):
+            async for _, parsed in events:
+                if parsed and not first and parsed.get("id"):
+                    first = parsed
+    except httpx.HTTPError as exc:
+        raise _failed_mid_answer() from exc
+    if acc.error or not acc.done:
+        raise _failed_mid_answer()
+    model = first.get("model", svc.settings.core_model)
+    if acc.complete:
+        remember(svc, probe, acc.content, acc.finish_reason, acc.usage, model)
+    return completions.completion(
+        id=first.get("id", completions.new_id()),
+        model=model,
+        content=acc.content,
+        finish_reason=acc.finish_reason or "stop",
+        usage=acc.usage,
+        created=first.get("created"),
+    )
+
+
+def _failed_mid_answer() -> ApiError:
+    return ApiError(502, "the core failed while answering", code="upstream_error")
+
+
+async def _relay(
+    svc: EdgeServices,
+    upstream: httpx.Response,
+    req: ChatCompletionRequest,
+    meta: Meta,
+    probe: CacheProbe | None,
+) -> AsyncGenerator[bytes, None]:
+    """Relay the core's SSE event by event (never buffered), keeping a copy for the cache."""
+    acc = completions.StreamAccumulator()
+    model = svc.settings.core_model
+    events = _events(upstream, acc)
+    try:
+        async with contextlib.aclosing(events):
+            async for payload, parsed in events:
+                if parsed is not None:
+                    model = parsed.get("model", model)
+                    if not parsed.get("choices") and "usage" in parsed and not req.include_usage:
+                        continue
+                yield b"data: " + payload.encode() + b"\n\n"
+        if not acc.done:
+            acc.error = True
+            yield sse.encode(completions.stream_error("the core ended the stream early"))
+            yield sse.DONE
+    except httpx.HTTPError:
+        acc.error = True
+        yield sse.encode(completions.stream_error("the core failed mid-stream"))
+        yield sse.DONE
+    finally:
+        if not (acc.done or acc.error):
+            svc.metrics.disconnects.labels("core").inc()
+    observe(svc.metrics, meta, acc.usage, done=True)
+    if acc.complete:
+        remember(svc, probe, acc.content, acc.finish_reason, acc.usage, model)
