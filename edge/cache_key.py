@@ -24,6 +24,10 @@ _ANSWER_PARAMS = (
 )
 
 
+# Fields that never change the answer's text.
+_HARMLESS = frozenset({"user", "metadata", "store", "service_tier", "parallel_tool_calls"})
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
@@ -68,6 +72,9 @@ def partition_key(req: ChatCompletionRequest, *, tenant: str, embedder_id: str) 
     extra = req.model_extra or {}
     dumped = req.model_dump(include=set(_ANSWER_PARAMS) & set(type(req).model_fields))
     params = {k: dumped.get(k, extra.get(k)) for k in _ANSWER_PARAMS}
+    # Any other field we do not model (top_k, min_p, repetition_penalty, ...) may change the
+    # answer too: it is part of the partition unless known to be harmless.
+    params["other"] = {k: v for k, v in extra.items() if k not in _HARMLESS and k not in params}
     system = [[m.role, m.text()] for m in req.messages if m.role in ("system", "developer")]
     return _digest(
         {

@@ -57,7 +57,10 @@ async def _handle(request: Request, svc: EdgeServices, meta: Meta) -> Response:
         try:
             return await from_core(request, svc, req, data, meta, probe)
         except CoreUnavailable as exc:
-            if s.core_unavailable_policy == "503" or svc.local is None:
+            # A client that named the core's model gets that model or an error, never a
+            # smaller model in disguise; "auto" may fall back, and says so in a header.
+            pinned = decision.reason == "model"
+            if s.core_unavailable_policy == "503" or svc.local is None or pinned:
                 raise ApiError(
                     503,
                     f"the core is unavailable ({exc.reason}); retry later",

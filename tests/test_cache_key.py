@@ -31,6 +31,8 @@ def test_partition_changes_with_every_answer_parameter() -> None:
             messages=[{"role": "system", "content": "be terse"}, {"role": "user", "content": "hi"}]
         ),
         req(presence_penalty=1.0),
+        req(top_k=5),
+        req(repetition_penalty=1.1),
     ]
     keys = {part(v) for v in variants}
     assert base not in keys and len(keys) == len(variants)
@@ -40,6 +42,7 @@ def test_partition_changes_with_every_answer_parameter() -> None:
 
 def test_partition_ignores_prompt_and_similar_max_tokens() -> None:
     assert part(req(messages=[{"role": "user", "content": "other"}])) == part(req())
+    assert part(req(user="someone")) == part(req())
     assert part(req(max_tokens=100)) == part(req(max_tokens=120))
 
 

@@ -65,6 +65,12 @@ def test_core_down_falls_back_to_the_edge_model(orphan_edge: str) -> None:
     assert time.monotonic() - t < 30
 
 
+def test_core_down_and_core_model_named_is_503(orphan_edge: str) -> None:
+    r = chat(orphan_edge, "hi", model="smollm2-135m-instruct")
+    assert r.status_code == 503 and int(r.headers["retry-after"]) > 0
+    assert r.json()["error"]["code"] == "core_unavailable"
+
+
 def test_core_down_with_503_policy(strict_edge: str) -> None:
     r = chat(strict_edge, LONG)
     assert r.status_code == 503

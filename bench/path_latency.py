@@ -1,0 +1,189 @@
+"""Latency of each path through a real local stack, next to the direct alternative.
+
+    .venv/bin/python -m bench.path_latency [--requests 100] [--out bench/results/path_latency.json]
+
+Starts ``edgecore up`` on free ports (Redis, core + vLLM, edge), then measures over HTTP:
+- cache hits at the edge (one client, sequential) vs the same request answered by the core;
+- time to first token (TTFT) of the edge model, and of the core through the edge vs the
+  core directly (the edge's forwarding overhead as a ratio).
+Prints a table and writes JSON. Machines here are noisy: compare ratios from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+CORE_MODEL = "smollm2-135m-instruct"
+EDGE_MODEL = "edge-smollm2-135m"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50_ms": round(pct(values, 0.5), 2),
+        "p99_ms": round(pct(values, 0.99), 2),
+        "mean_ms": round(statistics.fmean(values), 2),
+    }
+
+
+def ttft_ms(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> float:
+    t = time.perf_counter()
+    with client.stream("POST", url + "/v1/chat/completions", json=body, headers=headers) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if '"content":"' in line and '"content":""' not in line:
+                first = time.perf_counter()
+                for _ in r.iter_lines():  # drain, so the next request starts clean
+                    pass
+                return (first - t) * 1000.0
+    raise RuntimeError("stream had no content")
+
+
+def start_stack(log: Path) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
+    ports = {name: free_port() for name in ("edge", "core", "engine", "redis")}
+    argv = [sys.executable, "-m", "shared.cli", "up"]
+    argv += [f"--{name}-port={port}" for name, port in ports.items()]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 900
+    while "edgecore is up" not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"stack did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(1)
+    return proc, ports
+
+
+def run(n: int) -> dict[str, Any]:
+    log = Path(tempfile.mkdtemp()) / "up.log"
+    print("starting the stack (Redis, core + vLLM, edge) ...", flush=True)
+    proc, ports = start_stack(log)
+    edge, core = f"http://127.0.0.1:{ports['edge']}", f"http://127.0.0.1:{ports['core']}"
+    results: dict[str, Any] = {"requests": n, "machine": {"cpus": os.cpu_count()}}
+    try:
+        with httpx.Client(timeout=120) as client:
+            # 1. cache hits: one deterministic prompt, answered once, then repeated.
+            body = {
+                "model": "auto",
+                "temperature": 0,
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": f"Say hello. ({uuid.uuid4().hex[:6]})"}],
+            }
+            first = client.post(edge + "/v1/chat/completions", json=body)
+            if first.json()["choices"][0]["finish_reason"] != "stop":
+                raise SystemExit("the warm-up answer was cut; it would not be cached")
+            time.sleep(0.3)
+            hit_ms, overhead = [], []
+            print(f"cache hits x{n} ...", flush=True)
+            for _ in range(n):
+                t = time.perf_counter()
+                r = client.post(edge + "/v1/chat/completions", json=body)
+                hit_ms.append((time.perf_counter() - t) * 1000.0)
+                assert r.headers["x-edgecore-tier"] == "cache", r.headers
+                overhead.append(float(r.headers["x-edgecore-overhead-ms"]))
+            core_body = dict(body, model=CORE_MODEL)
+            miss_ms = []
+            for _ in range(max(5, n // 10)):
+                t = time.perf_counter()
+                client.post(core + "/v1/chat/completions", json=core_body)
+                miss_ms.append((time.perf_counter() - t) * 1000.0)
+            results["cache_hit"] = summary(hit_ms) | {"edge_overhead": summary(overhead)}
+            results["core_direct_same_prompt"] = summary(miss_ms)
+
+            # 2. TTFT: distinct prompts, cache bypassed.
+            k = max(5, n // 5)
+            no_store = {"cache-control": "no-store"}
+            prompts = [f"Name a fruit and a colour. ({i})" for i in range(k)]
+
+            def chat(model: str, p: str) -> dict[str, Any]:
+                return {
+                    "model": model,
+                    "stream": True,
+                    "max_tokens": 16,
+                    "messages": [{"role": "user", "content": p}],
+                }
+
+            print(f"TTFT x{k} per path ...", flush=True)
+            results["ttft_edge_model"] = summary(
+                [ttft_ms(client, edge, chat(EDGE_MODEL, p), no_store) for p in prompts]
+            )
+            via_edge, direct = [], []
+            for p in prompts:  # interleaved, so drift hits both alike
+                via_edge.append(ttft_ms(client, edge, chat(CORE_MODEL, p), no_store))
+                direct.append(ttft_ms(client, core, chat(CORE_MODEL, p), {}))
+            results["ttft_core_via_edge"] = summary(via_edge)
+            results["ttft_core_direct"] = summary(direct)
+            results["ratios"] = {
+                "cache_hit_vs_core_p50": round(
+                    results["cache_hit"]["p50_ms"] / results["core_direct_same_prompt"]["p50_ms"], 4
+                ),
+                "core_ttft_via_edge_vs_direct_p50": round(
+                    results["ttft_core_via_edge"]["p50_ms"] / results["ttft_core_direct"]["p50_ms"],
+                    3,
+                ),
+            }
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    rows = [
+        ("cache hit (edge, HTTP)", results["cache_hit"]),
+        ("  edge overhead header", results["cache_hit"]["edge_overhead"]),
+        ("same prompt, core direct", results["core_direct_same_prompt"]),
+        ("TTFT edge model", results["ttft_edge_model"]),
+        ("TTFT core via edge", results["ttft_core_via_edge"]),
+        ("TTFT core direct", results["ttft_core_direct"]),
+    ]
+    lines = [f"{'path':<28}{'n':>5}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}"]
+    for name, s in rows:
+        lines.append(
+            f"{name:<28}{s['n']:>5}{s['p50_ms']:>10.2f}{s['p99_ms']:>10.2f}{s['mean_ms']:>10.2f}"
+        )
+    for name, value in results["ratios"].items():
+        lines.append(f"ratio {name}: {value}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/path_latency.json"))
+    args = parser.parse_args()
+    results = run(args.requests)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    print(table(results))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
