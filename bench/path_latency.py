@@ -53,15 +53,15 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def ttft_ms(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> float:
     t = time.perf_counter()
+    first = None
     with client.stream("POST", url + "/v1/chat/completions", json=body, headers=headers) as r:
         r.raise_for_status()
-        for line in r.iter_lines():
-            if '"content":"' in line and '"content":""' not in line:
+        for line in r.iter_lines():  # read to the end, so the next request starts clean
+            if first is None and '"content":"' in line and '"content":""' not in line:
                 first = time.perf_counter()
-                for _ in r.iter_lines():  # drain, so the next request starts clean
-                    pass
-                return (first - t) * 1000.0
-    raise RuntimeError("stream had no content")
+    if first is None:
+        raise RuntimeError("stream had no content")
+    return (first - t) * 1000.0
 
 
 def start_stack(log: Path) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
