@@ -23,7 +23,8 @@ from edge.embedder import BatchingEmbedder, Embedder
 from edge.local_model import LocalModel
 from edge.metrics import EdgeMetrics
 from edge.middleware import TierHeaders
-from edge.router import RouteRules
+from edge.router import Calibration, Router, RouteRules
+from edge.router_model import RouterModel
 from edge.settings import EdgeSettings
 from edge.state import EdgeServices
 from shared.errors import EXCEPTION_HANDLERS
@@ -109,6 +110,11 @@ def create_app(settings: EdgeSettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         embedder, local = await _load(settings)
+        router_model: RouterModel | None = None
+        if (settings.router_dir() / "router.npz").exists():
+            router_model = RouterModel.load(settings.router_dir())
+        else:
+            log.warning("no trained router in %s: routing by rules only", settings.router_dir())
         redis: Redis | None = None
         cache: SemanticCache | None = None
         if settings.cache_enabled and embedder is not None:
@@ -137,13 +143,24 @@ def create_app(settings: EdgeSettings) -> Starlette:
             core_model=settings.core_model,
             max_prompt_chars=settings.route_max_prompt_chars,
             max_tokens=settings.route_max_tokens,
+            edge_context_tokens=settings.edge_context_tokens,
+            policy=settings.route_policy,
         )
+        calibration = Calibration(
+            mode=settings.route_mode,
+            core_share=settings.route_core_share,
+            threshold=settings.route_threshold,
+            window=settings.route_window,
+            band=settings.route_band,
+            sticky_margin=settings.route_sticky_margin,
+        )
+        router = Router(rules, router_model if embedder is not None else None, calibration)
         metrics = EdgeMetrics.create()
         if local is not None:
             metrics.edge_model_running.set_function(lambda: local.running)
             metrics.edge_model_waiting.set_function(lambda: local.waiting)
             metrics.edge_model_cancelled.set_function(lambda: local.cancelled)
-        svc = EdgeServices(settings, rules, metrics, core, embedder, cache, local)
+        svc = EdgeServices(settings, router, metrics, core, embedder, cache, local)
         app.state.edge = svc
         if embedder is not None:
             embedder.start()

@@ -41,31 +41,51 @@ def _cache_directive(headers: Headers) -> str:
     return "on"
 
 
-async def cache_probe(
+def cache_directive(
     svc: EdgeServices, req: ChatCompletionRequest, headers: Headers, meta: Meta
-) -> CacheProbe | None:
-    s = svc.settings
+) -> str | None:
+    """'on' or 'refresh' when this request may use the cache, else None (recorded)."""
     if svc.cache is None or svc.embedder is None:
         return None
     directive = _cache_directive(headers)
     if directive == "off" or not cache_key.is_cacheable(
-        req, only_deterministic=s.cache_only_deterministic
+        req, only_deterministic=svc.settings.cache_only_deterministic
     ):
         meta.cache = "bypass"
         svc.metrics.cache.labels("bypass").inc()
         return None
+    return directive
+
+
+async def embed(svc: EdgeServices, req: ChatCompletionRequest) -> np.ndarray | None:
+    """The conversation's embedding (shared by the cache and the router); None on failure."""
+    if svc.embedder is None:
+        return None
+    text = cache_key.conversation_text(req.messages, svc.settings.cache_context_messages)
     t = time.perf_counter()
     try:
-        vector = await asyncio.wait_for(
-            svc.embedder.embed(cache_key.conversation_text(req.messages, s.cache_context_messages)),
-            timeout=2.0,
-        )
-    except Exception:  # embedding failed: bypass the cache, keep serving
-        meta.cache = "error"
-        svc.metrics.cache.labels("error").inc()
+        return await asyncio.wait_for(svc.embedder.embed(text), timeout=2.0)
+    except Exception:  # the cache and the learned router are bypassed; serving goes on
+        svc.metrics.embed_failures.inc()
         return None
     finally:
         svc.metrics.embed_seconds.observe(time.perf_counter() - t)
+
+
+async def cache_probe(
+    svc: EdgeServices,
+    req: ChatCompletionRequest,
+    directive: str | None,
+    vector: np.ndarray | None,
+    meta: Meta,
+) -> CacheProbe | None:
+    s = svc.settings
+    if directive is None or svc.cache is None or svc.embedder is None:
+        return None
+    if vector is None:
+        meta.cache = "error"
+        svc.metrics.cache.labels("error").inc()
+        return None
     probe = CacheProbe(
         vector=vector,
         partition=cache_key.partition_key(req, tenant="default", embedder_id=svc.embedder.model_id),

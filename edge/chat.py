@@ -9,14 +9,15 @@ from __future__ import annotations
 import time
 import uuid
 
+import numpy as np
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
 from edge.answers import Meta
-from edge.cache_flow import cache_probe, from_cache
+from edge.cache_flow import cache_directive, cache_probe, embed, from_cache
 from edge.core_client import CoreUnavailable
-from edge.router import Decision, decide
+from edge.router import Decision, rule
 from edge.state import EdgeServices
 from edge.tier_core import from_core
 from edge.tier_edge import from_edge
@@ -46,20 +47,30 @@ async def _handle(request: Request, svc: EdgeServices, meta: Meta) -> Response:
     except ValidationError as exc:
         raise from_validation_error(exc) from None
     _check_limits(req, svc)
-    decision = decide(req, svc.rules)
+    ruled = rule(req, svc.router.rules)  # unknown models fail here, before any work
 
-    probe = await cache_probe(svc, req, request.headers, meta)
+    directive = cache_directive(svc, req, request.headers, meta)
+    needs_vector = directive is not None or (ruled is None and svc.router.needs_embedding)
+    vector = await embed(svc, req) if needs_vector else None
+    probe = await cache_probe(svc, req, directive, vector, meta)
     if probe is not None and probe.hit is not None:
         meta.tier = "cache"
         return from_cache(svc, req, probe.hit, meta)
 
+    decision = ruled or _route(svc, req, vector)
+    if decision.degraded:
+        meta.degraded = decision.degraded
+        svc.metrics.degraded.labels(decision.degraded).inc()
     if decision.tier == "core":
         try:
             return await from_core(request, svc, req, data, meta, probe)
         except CoreUnavailable as exc:
+            if exc.reason == "core-saturated":
+                svc.router.core_saturated(s.core_saturation_s)
             # A client that named the core's model gets that model or an error, never a
-            # smaller model in disguise; "auto" may fall back, and says so in a header.
-            pinned = decision.reason == "model"
+            # smaller model in disguise, and so does a request the edge model cannot serve
+            # (tools, JSON mode); "auto" may fall back, and says so in a header.
+            pinned = decision.reason in ("model", "features")  # tools/JSON: edge can't
             if s.core_unavailable_policy == "503" or svc.local is None or pinned:
                 raise ApiError(
                     503,
@@ -72,6 +83,18 @@ async def _handle(request: Request, svc: EdgeServices, meta: Meta) -> Response:
             decision = Decision("edge", "fallback")
     svc.metrics.route.labels(decision.tier, decision.reason).inc()
     return await from_edge(request, svc, req, meta, probe)
+
+
+def _route(svc: EdgeServices, req: ChatCompletionRequest, vector: np.ndarray | None) -> Decision:
+    router = svc.router
+    if svc.local is not None:
+        router.edge_queue_high = svc.local.waiting >= svc.settings.edge_queue_high
+    t = time.perf_counter()
+    decision = router.route(req, vector)
+    svc.metrics.route_seconds.observe(time.perf_counter() - t)
+    if decision.score is not None:
+        svc.metrics.route_score.observe(decision.score)
+    return decision
 
 
 def _check_limits(req: ChatCompletionRequest, svc: EdgeServices) -> None:

@@ -27,6 +27,9 @@ class EdgeMetrics:
     cache_similarity: Histogram
     embed_seconds: Histogram
     route: Counter
+    route_score: Histogram
+    route_seconds: Histogram
+    embed_failures: Counter
     degraded: Counter
     core_requests: Counter
     disconnects: Counter
@@ -79,6 +82,21 @@ class EdgeMetrics:
             route=Counter(
                 "edgecore_route_decisions", "Routing decisions by tier and reason.",
                 ["tier", "reason"], registry=r,
+            ),
+            route_score=Histogram(
+                "edgecore_router_score",
+                "Router score (expected quality gain of the core's model) of scored prompts.",
+                buckets=(-0.2, -0.1, -0.05, 0, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3),
+                registry=r,
+            ),
+            route_seconds=Histogram(
+                "edgecore_router_decision_seconds",
+                "Routing decision time (embedding excluded).",
+                buckets=(1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2),
+                registry=r,
+            ),
+            embed_failures=Counter(
+                "edgecore_embed_failures", "Embeddings that failed or timed out.", registry=r,
             ),
             degraded=Counter(
                 "edgecore_degraded", "Requests answered in a degraded mode, by reason.",

@@ -1,14 +1,30 @@
 """Pick the tier for a cache miss: the edge's small model or the core.
 
-Rules, first match wins: an explicit model name; features the edge model lacks (tools,
-JSON mode); a long prompt; a large ``max_tokens``. Everything else stays at the edge.
+1. Rules override everything: an explicit model name; tools or JSON mode (the edge model
+   can't); a context or ``max_tokens`` beyond the edge model's limits; a policy that pins
+   a tier.
+2. Otherwise the learned score (``edge.router_model``) is compared with a threshold that
+   is either fixed or kept at a quantile of recent scores, so that a target share of
+   traffic goes to the core (RouteRLM-style calibration).
+3. Load: a saturated core sends *borderline* core prompts to the edge (and the answer says
+   ``x-edgecore-degraded: core-saturated``); a long edge queue sends borderline edge
+   prompts to the core.
+4. A conversation keeps its tier unless its score moves decisively past the threshold.
+
+Without a trained model, a prompt-length rule stands in for the score.
 """
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
+from edge.router_model import RouterModel
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
 
@@ -20,17 +36,33 @@ class RouteRules:
     auto_model: str
     edge_model: str
     core_model: str
-    max_prompt_chars: int
-    max_tokens: int
+    max_prompt_chars: int  # the length rule used when no trained model is loaded
+    max_tokens: int  # above this many output tokens, the core answers
+    edge_context_tokens: int = 2048
+    policy: Literal["auto", "edge", "core"] = "auto"
 
 
 @dataclass(frozen=True)
 class Decision:
     tier: Tier
     reason: str
+    score: float | None = None
+    degraded: str | None = None
 
 
-def decide(req: ChatCompletionRequest, rules: RouteRules) -> Decision:
+@dataclass(frozen=True)
+class Calibration:
+    mode: Literal["quantile", "fixed"] = "quantile"
+    core_share: float = 0.3  # quantile mode: target share of routed traffic for the core
+    threshold: float = 0.5  # fixed mode: on P(large needed)
+    window: int = 2000
+    min_samples: int = 50
+    band: float = 0.02  # "borderline": within this score distance of the threshold
+    sticky_margin: float = 0.03  # a conversation changes tier only past this distance
+
+
+def rule(req: ChatCompletionRequest, rules: RouteRules) -> Decision | None:
+    """The decision rules impose, or None when the score should decide. 404 for unknown models."""
     if req.model == rules.edge_model:
         return Decision("edge", "model")
     if req.model == rules.core_model:
@@ -43,11 +75,121 @@ def decide(req: ChatCompletionRequest, rules: RouteRules) -> Decision:
             code="model_not_found",
             param="model",
         )
+    if rules.policy != "auto":
+        return Decision(rules.policy, "policy")
     if req.tools or req.response_format:
         return Decision("core", "features")
-    if len(req.prompt_text()) > rules.max_prompt_chars:
-        return Decision("core", "prompt_length")
     limit = req.output_limit
     if limit is not None and limit > rules.max_tokens:
         return Decision("core", "max_tokens")
-    return Decision("edge", "simple")
+    # ~4 characters per token: a cheap, conservative estimate of the prompt's length.
+    if len(req.prompt_text()) / 4 + (limit or 0) > rules.edge_context_tokens:
+        return Decision("core", "context")
+    return None
+
+
+def decide(req: ChatCompletionRequest, rules: RouteRules) -> Decision:
+    """Rules only (no trained model): long prompts go to the core."""
+    return rule(req, rules) or (
+        Decision("core", "prompt_length")
+        if len(req.prompt_text()) > rules.max_prompt_chars
+        else Decision("edge", "simple")
+    )
+
+
+def conversation_key(req: ChatCompletionRequest) -> str:
+    """Stable across turns: the system prompt and the first user message."""
+    first = next((m.text() for m in req.messages if m.role == "user"), "")
+    system = "".join(m.text() for m in req.messages if m.role in ("system", "developer"))
+    return hashlib.sha256(f"{system}\x00{first}".encode()).hexdigest()[:24]
+
+
+class Router:
+    def __init__(
+        self,
+        rules: RouteRules,
+        model: RouterModel | None,
+        calibration: Calibration,
+        *,
+        max_conversations: int = 100_000,
+    ) -> None:
+        self.rules = rules
+        self.model = model
+        self.cal = calibration
+        self._scores: deque[float] = deque(maxlen=calibration.window)
+        self._threshold = self._initial_threshold()
+        self._since_update = 0
+        self._conversations: OrderedDict[str, Tier] = OrderedDict()
+        self._max_conversations = max_conversations
+        self.core_saturated_until = 0.0
+        self.edge_queue_high = False
+
+    @property
+    def needs_embedding(self) -> bool:
+        return self.model is not None
+
+    def _initial_threshold(self) -> float:
+        if self.model is None:
+            return 0.0
+        if self.cal.mode == "fixed":
+            return self._score_for_probability(self.cal.threshold)
+        return self.model.threshold_for_share(self.cal.core_share)
+
+    def _score_for_probability(self, p: float) -> float:
+        assert self.model is not None
+        a, b = self.model.platt
+        p = min(max(p, 1e-6), 1 - 1e-6)
+        return float((np.log(p / (1 - p)) - b) / a)
+
+    @property
+    def threshold(self) -> float:
+        return self._threshold
+
+    def observe(self, score: float) -> None:
+        """Keep the threshold at the target quantile of recent scores (quantile mode)."""
+        self._scores.append(score)
+        if self.cal.mode != "quantile" or len(self._scores) < self.cal.min_samples:
+            return
+        self._since_update += 1
+        if self._since_update >= 16:  # cheap enough each time, but no need
+            self._since_update = 0
+            q = 1.0 - self.cal.core_share
+            self._threshold = float(np.quantile(np.fromiter(self._scores, float), q))
+
+    def core_saturated(self, seconds: float) -> None:
+        """Called on a 429/503 from the core (or an open breaker): degrade for a while."""
+        self.core_saturated_until = time.monotonic() + seconds
+
+    def route(self, req: ChatCompletionRequest, vector: np.ndarray | None) -> Decision:
+        ruled = rule(req, self.rules)
+        if ruled is not None:
+            return ruled
+        if self.model is None or vector is None:
+            return decide(req, self.rules)
+        text = req.prompt_text()
+        score = self.model.score(vector, text)
+        self.observe(score)
+        margin = score - self._threshold
+        tier: Tier = "core" if margin > 0 else "edge"
+        reason = "score"
+        key = conversation_key(req)
+        previous = self._conversations.get(key) if len(req.messages) > 1 else None
+        if previous is not None and previous != tier and abs(margin) < self.cal.sticky_margin:
+            tier, reason = previous, "sticky"
+        degraded = None
+        if (
+            tier == "core"
+            and margin < self.cal.band
+            and time.monotonic() < self.core_saturated_until
+        ):
+            tier, reason, degraded = "edge", "core_saturated", "core-saturated"
+        elif tier == "edge" and margin > -self.cal.band and self.edge_queue_high:
+            tier, reason = "core", "edge_busy"
+        self._remember(key, tier)
+        return Decision(tier, reason, score, degraded)
+
+    def _remember(self, key: str, tier: Tier) -> None:
+        self._conversations[key] = tier
+        self._conversations.move_to_end(key)
+        while len(self._conversations) > self._max_conversations:
+            self._conversations.popitem(last=False)

@@ -70,9 +70,35 @@ class EdgeSettings(BaseSettings):
         description="SmolLM2-135M (from a Q4_1 GGUF) loops under greedy decoding without it.",
     )
 
-    # --- routing (simple rules; see edge.router) ---
-    route_max_prompt_chars: int = Field(default=600, ge=0)
+    # --- routing (see edge.router) ---
+    route_policy: Literal["auto", "edge", "core"] = "auto"
+    route_mode: Literal["quantile", "fixed"] = Field(
+        default="quantile",
+        description="quantile: keep ROUTE_CORE_SHARE of scored traffic on the core; "
+        "fixed: core when P(large needed) > ROUTE_THRESHOLD.",
+    )
+    route_core_share: float = Field(default=0.3, ge=0.0, le=1.0)
+    route_threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
+    route_window: int = Field(default=2000, ge=10)
+    route_band: float = Field(
+        default=0.02, ge=0.0, description="Score distance from the threshold that is 'borderline'."
+    )
+    route_sticky_margin: float = Field(default=0.03, ge=0.0)
+    route_max_prompt_chars: int = Field(
+        default=600, ge=0, description="Without a trained router: longer prompts go to the core."
+    )
     route_max_tokens: int = Field(default=256, ge=1)
+    core_saturation_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="After a 429/503 from the core, borderline prompts "
+        "stay at the edge for this long.",
+    )
+    edge_queue_high: int = Field(
+        default=4,
+        ge=1,
+        description="Edge-model queue length at which borderline prompts go to the core.",
+    )
 
     # --- input limits ---
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
@@ -81,6 +107,9 @@ class EdgeSettings(BaseSettings):
 
     def resolved_edge_model_dir(self) -> Path:
         return self.edge_model_dir or self.models_dir / "smollm2-135m-instruct-onnx-int8"
+
+    def router_dir(self) -> Path:
+        return self.models_dir / "router"
 
     def embed_model_dir(self) -> Path:
         return self.models_dir / "all-minilm-l6-v2-onnx"

@@ -14,7 +14,7 @@ from edge.core_client import CoreClient
 from edge.embedder import BatchingEmbedder
 from edge.local_model import LocalModel
 from edge.metrics import EdgeMetrics
-from edge.router import RouteRules
+from edge.router import Router
 from edge.settings import EdgeSettings
 
 log = logging.getLogger("edgecore.edge")
@@ -23,7 +23,7 @@ log = logging.getLogger("edgecore.edge")
 @dataclass
 class EdgeServices:
     settings: EdgeSettings
-    rules: RouteRules
+    router: Router
     metrics: EdgeMetrics
     core: CoreClient
     embedder: BatchingEmbedder | None

@@ -32,6 +32,17 @@ def cmd_models_prepare(args: argparse.Namespace) -> int:
     return prepare_all(home=args.home, models_dir=args.models_dir, force=args.force)
 
 
+def cmd_eval_router(args: argparse.Namespace) -> int:
+    from edge.router_eval import report, run
+
+    models = args.models_dir or args.home / "models"
+    result = run(args.data, args.small, args.large, models, args.json)
+    print(report(result))
+    if args.json:
+        print(f"wrote {args.json}")
+    return 0
+
+
 def cmd_redis(args: argparse.Namespace) -> int:
     from shared.redis_server import redis_command, redis_env
 
@@ -95,6 +106,15 @@ def parser() -> argparse.ArgumentParser:
     prep.add_argument("--models-dir", type=Path, default=None)
     prep.add_argument("--force", action="store_true", help="rebuild even if present")
     prep.set_defaults(func=cmd_models_prepare)
+
+    evals = sub.add_parser("eval", help="evaluations").add_subparsers(dest="what", required=True)
+    ev = evals.add_parser("router", help="performance gap recovered by the router on a data file")
+    ev.add_argument("--data", type=Path, required=True, help='JSON lines {"question", "scores"}')
+    ev.add_argument("--small", default="llama-3.1-8b-instruct")
+    ev.add_argument("--large", default="llama-3.1-nemotron-51b-instruct")
+    ev.add_argument("--json", type=Path, default=None, help="write the result here")
+    ev.add_argument("--models-dir", type=Path, default=None)
+    ev.set_defaults(func=cmd_eval_router)
 
     redis = sub.add_parser("redis", help="run the bundled Redis Stack server (vector search)")
     redis.add_argument("--port", type=int, default=6390)

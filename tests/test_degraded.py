@@ -25,6 +25,7 @@ def orphan_edge(models_dir: Path, log_dir: Path) -> Iterator[str]:
         models_dir,
         core_url=f"http://127.0.0.1:{free_port()}",
         redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        route_policy="core",  # everything tries the core first, so every request degrades
     )
     yield server.url
     server.stop()
@@ -40,6 +41,7 @@ def strict_edge(models_dir: Path, log_dir: Path, redis_url: str) -> Iterator[str
         redis_url=redis_url,
         core_url=f"http://127.0.0.1:{free_port()}",
         core_unavailable_policy="503",
+        route_policy="core",
     )
     yield server.url
     server.stop()

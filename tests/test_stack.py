@@ -46,7 +46,8 @@ def test_short_prompt_is_answered_by_the_edge_model(edge_url: str) -> None:
 
 
 def test_long_prompt_goes_to_the_core(edge_url: str) -> None:
-    long_prompt = unique("Summarise this text in one sentence: " + "The quick brown fox. " * 40)
+    # Longer than the edge model's window (2048 tokens): a rule, whatever the score says.
+    long_prompt = unique("Summarise this text in one sentence: " + "The quick brown fox. " * 420)
     raw = client(edge_url).chat.completions.with_raw_response.create(
         model="auto",
         messages=[{"role": "user", "content": long_prompt}],
@@ -54,6 +55,22 @@ def test_long_prompt_goes_to_the_core(edge_url: str) -> None:
     )
     assert raw.headers["x-edgecore-tier"] == "core"
     assert raw.parse().model == CORE_MODEL
+
+
+def test_trained_router_scores_auto_requests(edge_url: str) -> None:
+    def scored() -> float:
+        text = httpx.get(edge_url + "/metrics").text
+        line = next(x for x in text.splitlines() if x.startswith("edgecore_router_score_count"))
+        return float(line.split()[-1])
+
+    before = scored()
+    raw = client(edge_url).chat.completions.with_raw_response.create(
+        model="auto", messages=[{"role": "user", "content": unique("Hi there!")}], max_tokens=8
+    )
+    assert raw.headers["x-edgecore-tier"] == "edge"
+    assert scored() == before + 1
+    metrics = httpx.get(edge_url + "/metrics").text
+    assert 'edgecore_route_decisions_total{reason="score",tier="edge"}' in metrics
 
 
 def test_explicit_core_model_streams_with_usage(edge_url: str) -> None:

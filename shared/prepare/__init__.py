@@ -3,6 +3,7 @@
   all-minilm-l6-v2-onnx/            MiniLM -> ONNX (optimum) -> INT8 per-channel   (edge)
   smollm2-135m-instruct-hf/         SmolLM2 GGUF -> dequantized HF folder          (core/vLLM)
   smollm2-135m-instruct-onnx-int8/  HF folder -> onnxruntime-genai INT8 model      (edge)
+  router/                           ridge router on MiniLM, trained on LLMRouter data (edge)
 
 Idempotent: a finished artifact has a stamp file and is skipped. Each step builds into a
 ``.partial`` folder and renames it when done, so an interrupted run never leaves a half
@@ -22,6 +23,14 @@ from shared.prepare.prep_env import ensure_prep_env
 MINILM = "all-minilm-l6-v2-onnx"
 SMOLLM2_HF = "smollm2-135m-instruct-hf"
 SMOLLM2_ONNX = "smollm2-135m-instruct-onnx-int8"
+ROUTER = "router"
+# Evaluation data lives beside the repository (../shared), never inside it.
+ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
+
+
+def router_data() -> Path:
+    return Path(os.environ.get("EDGECORE_ROUTER_DATA", ROUTER_DATA))
+
 
 _HERE = Path(__file__).resolve().parent
 
@@ -42,6 +51,7 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
         (MINILM, "edgecore.json", "MiniLM embedding model -> ONNX INT8"),
         (SMOLLM2_HF, "edgecore.json", "SmolLM2-135M-Instruct GGUF -> HF folder (for vLLM)"),
         (SMOLLM2_ONNX, "genai_config.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
+        (ROUTER, "router.npz", "router trained on LLMRouter data"),
     ]
     t_all = time.perf_counter()
     for i, (name, marker, title) in enumerate(steps, 1):
@@ -58,17 +68,19 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
                 _run([str(python), str(_HERE / "minilm_export.py"), str(target)])
             elif name == SMOLLM2_HF:
                 _run([sys.executable, "-m", "shared.prepare.smollm2", "hf", str(target)])
+            elif name == SMOLLM2_ONNX:
+                hf = str(models / SMOLLM2_HF)
+                _run([sys.executable, "-m", "shared.prepare.smollm2", "onnx", hf, str(target)])
+            elif router_data().exists():
+                data = str(router_data())
+                _run([sys.executable, "-m", "shared.prepare.router_train", data, str(models)])
             else:
-                _run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "shared.prepare.smollm2",
-                        "onnx",
-                        str(models / SMOLLM2_HF),
-                        str(target),
-                    ]
+                print(
+                    f"{prefix}: skipped, no training data at {router_data()} "
+                    "(the edge then routes by rules only)",
+                    flush=True,
                 )
+                continue
         except subprocess.CalledProcessError as exc:
             print(f"{prefix}: FAILED (exit {exc.returncode})", file=sys.stderr, flush=True)
             return 1
