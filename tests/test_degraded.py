@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import free_port, start_edge
+from tests.conftest import free_port, start, start_edge, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -93,3 +95,44 @@ def test_readyz_reports_what_is_degraded(orphan_edge: str, strict_edge: str) -> 
     assert set(body["degraded"]) >= {"core", "redis"}
     body = httpx.get(strict_edge + "/readyz").json()
     assert body["degraded"] == ["core"]
+
+
+@pytest.fixture(scope="module")
+def saturated_core(log_dir: Path) -> Iterator[str]:
+    port = free_port()
+    server = start(
+        "fake-core-429",
+        [sys.executable, "-m", "tests.fake_core", str(port), "429"],
+        dict(os.environ),
+        log_dir,
+        f"http://127.0.0.1:{port}",
+    )
+    wait_ready(server, "/readyz", timeout=30)
+    yield server.url
+    server.stop()
+
+
+def test_core_429_sends_borderline_prompts_to_the_edge(
+    saturated_core: str, models_dir: Path, log_dir: Path, redis_url: str
+) -> None:
+    # Fixed mode with a very low threshold: every scored prompt leans core, and a wide band
+    # makes each one borderline.
+    edge = start_edge(
+        "edge-saturated", log_dir, models_dir, core_url=saturated_core, redis_url=redis_url,
+        route_mode="fixed", route_threshold="0.001", route_band="10",
+    )  # fmt: skip
+    try:
+        first = chat(edge.url, "Tell me about lighthouses.", temperature=0.7)
+        assert first.status_code == 200
+        assert first.headers["x-edgecore-degraded"] == "core-saturated"  # core said 429
+        calls = int(httpx.get(saturated_core + "/calls").text)
+        assert calls == 1
+        second = chat(edge.url, "Tell me about harbours.", temperature=0.7)
+        assert second.headers["x-edgecore-tier"] == "edge"
+        assert second.headers["x-edgecore-degraded"] == "core-saturated"
+        # Decided at the edge: the saturated core was not asked again.
+        assert int(httpx.get(saturated_core + "/calls").text) == calls
+        metrics = httpx.get(edge.url + "/metrics").text
+        assert 'edgecore_route_decisions_total{reason="core_saturated",tier="edge"} 1.0' in metrics
+    finally:
+        edge.stop()
