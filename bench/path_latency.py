@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import statistics
@@ -64,7 +65,7 @@ def ttft_ms(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[
     return (first - t) * 1000.0
 
 
-def start_stack(log: Path) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
+def start_stack(log: Path) -> tuple[subprocess.Popen[bytes], dict[str, int], str]:
     ports = {name: free_port() for name in ("edge", "core", "engine", "redis")}
     argv = [sys.executable, "-m", "shared.cli", "up"]
     argv += [f"--{name}-port={port}" for name, port in ports.items()]
@@ -75,17 +76,20 @@ def start_stack(log: Path) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit(f"stack did not start:\n{log.read_text()[-3000:]}")
         time.sleep(1)
-    return proc, ports
+    key = re.search(r"Bearer (ec-[\w-]+)", log.read_text())
+    if key is None:
+        raise SystemExit("no development key in the banner")
+    return proc, ports, key.group(1)
 
 
 def run(n: int) -> dict[str, Any]:
     log = Path(tempfile.mkdtemp()) / "up.log"
     print("starting the stack (Redis, core + vLLM, edge) ...", flush=True)
-    proc, ports = start_stack(log)
+    proc, ports, key = start_stack(log)
     edge, core = f"http://127.0.0.1:{ports['edge']}", f"http://127.0.0.1:{ports['core']}"
     results: dict[str, Any] = {"requests": n, "machine": {"cpus": os.cpu_count()}}
     try:
-        with httpx.Client(timeout=120) as client:
+        with httpx.Client(timeout=120, headers={"authorization": f"Bearer {key}"}) as client:
             # 1. cache hits: one deterministic prompt, answered once, then repeated.
             body = {
                 "model": "auto",

@@ -20,6 +20,7 @@ from edge.cache import SemanticCache
 from edge.chat import chat_completions
 from edge.core_client import CoreClient
 from edge.embedder import BatchingEmbedder, Embedder
+from edge.limits import Limiter
 from edge.local_model import LocalModel
 from edge.metrics import EdgeMetrics
 from edge.middleware import TierHeaders
@@ -27,6 +28,7 @@ from edge.router import Calibration, Router, RouteRules
 from edge.router_model import RouterModel
 from edge.settings import EdgeSettings
 from edge.state import EdgeServices
+from edge.tenants import KeyStore
 from shared.errors import EXCEPTION_HANDLERS
 
 log = logging.getLogger("edgecore.edge")
@@ -34,10 +36,13 @@ log = logging.getLogger("edgecore.edge")
 
 async def models(request: Request) -> Response:
     svc: EdgeServices = request.app.state.edge
+    tenant = svc.keys.resolve(request.headers.get("authorization"))
     s = svc.settings
     owned = {s.auto_model: "edgecore", s.edge_model: "edgecore-edge", s.core_model: "edgecore-core"}
     data = [
-        {"id": name, "object": "model", "created": 0, "owned_by": by} for name, by in owned.items()
+        {"id": name, "object": "model", "created": 0, "owned_by": by}
+        for name, by in owned.items()
+        if tenant.models is None or name in tenant.models
     ]
     return JSONResponse({"object": "list", "data": data})
 
@@ -106,6 +111,21 @@ async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalM
     return embedder, local
 
 
+def _key_store(settings: EdgeSettings) -> KeyStore:
+    if settings.keys_file is not None:
+        return KeyStore(settings.keys_file)
+    if settings.profile == "prod":
+        raise RuntimeError(
+            "EDGECORE_EDGE_PROFILE=prod needs EDGECORE_EDGE_KEYS_FILE: refusing to serve "
+            "without API keys (create one with `edgecore keys add TENANT`)"
+        )
+    log.warning(
+        "NO API KEYS CONFIGURED: anyone who can reach this edge may use it (dev profile). "
+        "Set EDGECORE_EDGE_KEYS_FILE; the prod profile refuses to start without it."
+    )
+    return KeyStore(None)
+
+
 def create_app(settings: EdgeSettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -115,14 +135,16 @@ def create_app(settings: EdgeSettings) -> Starlette:
             router_model = RouterModel.load(settings.router_dir())
         else:
             log.warning("no trained router in %s: routing by rules only", settings.router_dir())
-        redis: Redis | None = None
+        keys = _key_store(settings)
+        # One pool for the cache and the rate limits; connections are made lazily, so a
+        # Redis that is down at start only degrades those two features.
+        redis = Redis.from_url(
+            settings.redis_url,
+            socket_timeout=settings.redis_timeout_s,
+            socket_connect_timeout=settings.redis_timeout_s,
+        )
         cache: SemanticCache | None = None
         if settings.cache_enabled and embedder is not None:
-            redis = Redis.from_url(
-                settings.redis_url,
-                socket_timeout=settings.redis_timeout_s,
-                socket_connect_timeout=settings.redis_timeout_s,
-            )
             cache = SemanticCache(
                 redis,
                 index=settings.cache_index,
@@ -160,7 +182,9 @@ def create_app(settings: EdgeSettings) -> Starlette:
             metrics.edge_model_running.set_function(lambda: local.running)
             metrics.edge_model_waiting.set_function(lambda: local.waiting)
             metrics.edge_model_cancelled.set_function(lambda: local.cancelled)
-        svc = EdgeServices(settings, router, metrics, core, embedder, cache, local)
+        svc = EdgeServices(
+            settings, router, metrics, core, embedder, cache, local, keys, Limiter(redis)
+        )
         app.state.edge = svc
         if embedder is not None:
             embedder.start()
@@ -171,8 +195,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             await core.aclose()
             if embedder is not None:
                 await embedder.close()
-            if redis is not None:
-                await redis.aclose()
+            await redis.aclose()
             if local is not None:
                 await asyncio.to_thread(local.close)
 

@@ -78,6 +78,8 @@ async def cache_probe(
     directive: str | None,
     vector: np.ndarray | None,
     meta: Meta,
+    *,
+    tenant: str,
 ) -> CacheProbe | None:
     s = svc.settings
     if directive is None or svc.cache is None or svc.embedder is None:
@@ -88,7 +90,7 @@ async def cache_probe(
         return None
     probe = CacheProbe(
         vector=vector,
-        partition=cache_key.partition_key(req, tenant="default", embedder_id=svc.embedder.model_id),
+        partition=cache_key.partition_key(req, tenant=tenant, embedder_id=svc.embedder.model_id),
         context=cache_key.context_key(req.messages),
         lookup=directive == "on",
     )

@@ -6,8 +6,10 @@ cache miss -> router -> edge model (onnxruntime-genai) | core (HTTP/2), stored o
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -19,11 +21,16 @@ from edge.cache_flow import cache_directive, cache_probe, embed, from_cache
 from edge.core_client import CoreUnavailable
 from edge.router import Decision, rule
 from edge.state import EdgeServices
+from edge.tenants import Tenant
 from edge.tier_core import from_core
 from edge.tier_edge import from_edge
 from shared.errors import ApiError, from_validation_error
 from shared.http import json_object, read_body, request_id
+from shared.redact import redact
 from shared.schemas import ChatCompletionRequest
+from shared.streaming import Releasing
+
+log = logging.getLogger("edgecore.edge.requests")
 
 
 async def chat_completions(request: Request) -> Response:
@@ -32,32 +39,83 @@ async def chat_completions(request: Request) -> Response:
         request_id=request_id(request, "edge-" + uuid.uuid4().hex), started=time.perf_counter()
     )
     try:
-        return await _handle(request, svc, meta)
+        # Who is asking comes first: a bad key costs no body read, no model time.
+        tenant = svc.keys.resolve(request.headers.get("authorization"))
+        data, req = await _parse(request, svc)
+        if tenant.models is not None and req.model not in tenant.models:
+            raise ApiError(
+                403,
+                f"this API key may not use model '{req.model}'",
+                code="model_not_allowed",
+                param="model",
+            )
+        await svc.limiter.check_rate(tenant, _token_estimate(req, svc))
+        svc.limiter.acquire(tenant)
     except ApiError as exc:
         exc.headers.setdefault("x-request-id", meta.request_id)
         svc.metrics.requests.labels(meta.tier, str(exc.status)).inc()
         raise
+    try:
+        response = await _handle(request, svc, meta, tenant, data, req)
+    except ApiError as exc:
+        svc.limiter.release(tenant)
+        exc.headers.setdefault("x-request-id", meta.request_id)
+        svc.metrics.requests.labels(meta.tier, str(exc.status)).inc()
+        raise
+    except BaseException:
+        svc.limiter.release(tenant)
+        raise
+    if svc.settings.log_prompts:
+        log.info(
+            "request %s tenant=%s tier=%s prompt=%r",
+            meta.request_id,
+            tenant.name,
+            meta.tier,
+            redact(req.prompt_text()),
+        )
+    return Releasing(response, lambda: svc.limiter.release(tenant))
 
 
-async def _handle(request: Request, svc: EdgeServices, meta: Meta) -> Response:
+async def _parse(
+    request: Request, svc: EdgeServices
+) -> tuple[dict[str, Any], ChatCompletionRequest]:
     s = svc.settings
-    data = json_object(await read_body(request, s.max_body_bytes))
+    body = await read_body(request, s.max_body_bytes, timeout=s.body_timeout_s)
+    data = json_object(body)
     try:
         req = ChatCompletionRequest.model_validate(data)
     except ValidationError as exc:
         raise from_validation_error(exc) from None
-    _check_limits(req, svc)
-    ruled = rule(req, svc.router.rules)  # unknown models fail here, before any work
+    return data, req
 
-    directive = cache_directive(svc, req, request.headers, meta)
+
+def _token_estimate(req: ChatCompletionRequest, svc: EdgeServices) -> int:
+    """Charged against tokens-per-minute up front: ~4 characters per token plus the output."""
+    return len(req.prompt_text()) // 4 + (req.output_limit or svc.settings.edge_max_new_tokens)
+
+
+async def _handle(
+    request: Request,
+    svc: EdgeServices,
+    meta: Meta,
+    tenant: Tenant,
+    data: dict[str, Any],
+    req: ChatCompletionRequest,
+) -> Response:
+    s = svc.settings
+    _check_limits(req, svc)
+    policy = tenant.route_policy
+    ruled = rule(req, svc.router.rules, policy)  # unknown models fail here, before any work
+
+    directive = cache_directive(svc, req, request.headers, meta) if tenant.cache else None
     needs_vector = directive is not None or (ruled is None and svc.router.needs_embedding)
     vector = await embed(svc, req) if needs_vector else None
-    probe = await cache_probe(svc, req, directive, vector, meta)
+    probe = await cache_probe(svc, req, directive, vector, meta, tenant=tenant.name)
     if probe is not None and probe.hit is not None:
         meta.tier = "cache"
         return from_cache(svc, req, probe.hit, meta)
 
-    decision = ruled or _route(svc, req, vector)
+    decision = ruled or _route(svc, req, vector, policy)
     if decision.degraded:
         meta.degraded = decision.degraded
         svc.metrics.degraded.labels(decision.degraded).inc()
@@ -71,7 +129,8 @@ async def _handle(request: Request, svc: EdgeServices, meta: Meta) -> Response:
             # smaller model in disguise, and so does a request the edge model cannot serve
             # (tools, JSON mode); "auto" may fall back, and says so in a header.
             pinned = decision.reason in ("model", "features")  # tools/JSON: edge can't
-            if s.core_unavailable_policy == "503" or svc.local is None or pinned:
+            degrade = tenant.degrade or s.core_unavailable_policy
+            if degrade == "503" or svc.local is None or pinned:
                 raise ApiError(
                     503,
                     f"the core is unavailable ({exc.reason}); retry later",
@@ -85,12 +144,14 @@ async def _handle(request: Request, svc: EdgeServices, meta: Meta) -> Response:
     return await from_edge(request, svc, req, meta, probe)
 
 
-def _route(svc: EdgeServices, req: ChatCompletionRequest, vector: np.ndarray | None) -> Decision:
+def _route(
+    svc: EdgeServices, req: ChatCompletionRequest, vector: np.ndarray | None, policy: str
+) -> Decision:
     router = svc.router
     if svc.local is not None:
         router.edge_queue_high = svc.local.waiting >= svc.settings.edge_queue_high
     t = time.perf_counter()
-    decision = router.route(req, vector)
+    decision = router.route(req, vector, policy)
     svc.metrics.route_seconds.observe(time.perf_counter() - t)
     if decision.score is not None:
         svc.metrics.route_score.observe(decision.score)

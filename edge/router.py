@@ -61,8 +61,11 @@ class Calibration:
     sticky_margin: float = 0.03  # a conversation changes tier only past this distance
 
 
-def rule(req: ChatCompletionRequest, rules: RouteRules) -> Decision | None:
-    """The decision rules impose, or None when the score should decide. 404 for unknown models."""
+def rule(req: ChatCompletionRequest, rules: RouteRules, policy: str = "auto") -> Decision | None:
+    """The decision rules impose, or None when the score should decide. 404 for unknown models.
+
+    ``policy`` is the tenant's (auto/edge/core); the edge-wide one applies when it is auto.
+    """
     if req.model == rules.edge_model:
         return Decision("edge", "model")
     if req.model == rules.core_model:
@@ -75,8 +78,11 @@ def rule(req: ChatCompletionRequest, rules: RouteRules) -> Decision | None:
             code="model_not_found",
             param="model",
         )
-    if rules.policy != "auto":
-        return Decision(rules.policy, "policy")
+    pinned = policy if policy in ("edge", "core") else rules.policy
+    if pinned == "edge":
+        return Decision("edge", "policy")
+    if pinned == "core":
+        return Decision("core", "policy")
     if req.tools or req.response_format:
         return Decision("core", "features")
     limit = req.output_limit
@@ -160,8 +166,10 @@ class Router:
         """Called on a 429/503 from the core (or an open breaker): degrade for a while."""
         self.core_saturated_until = time.monotonic() + seconds
 
-    def route(self, req: ChatCompletionRequest, vector: np.ndarray | None) -> Decision:
-        ruled = rule(req, self.rules)
+    def route(
+        self, req: ChatCompletionRequest, vector: np.ndarray | None, policy: str = "auto"
+    ) -> Decision:
+        ruled = rule(req, self.rules, policy)
         if ruled is not None:
             return ruled
         if self.model is None or vector is None:

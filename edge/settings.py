@@ -100,7 +100,17 @@ class EdgeSettings(BaseSettings):
         description="Edge-model queue length at which borderline prompts go to the core.",
     )
 
+    # --- tenants, keys, limits ---
+    profile: Literal["dev", "prod"] = Field(
+        default="dev", description="prod refuses to start without a keys file."
+    )
+    keys_file: Path | None = Field(default=None, description="TOML: see edge/tenants.py.")
+    log_prompts: bool = Field(
+        default=False, description="Log prompts (redacted). Off: prompts and answers never logged."
+    )
+
     # --- input limits ---
+    body_timeout_s: float = Field(default=30.0, gt=0, description="Deadline to receive a body.")
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     max_messages: int = Field(default=256, ge=1)
     max_prompt_chars: int = Field(default=200_000, ge=1)

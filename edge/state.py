@@ -12,10 +12,12 @@ from typing import Any
 from edge.cache import SemanticCache
 from edge.core_client import CoreClient
 from edge.embedder import BatchingEmbedder
+from edge.limits import Limiter
 from edge.local_model import LocalModel
 from edge.metrics import EdgeMetrics
 from edge.router import Router
 from edge.settings import EdgeSettings
+from edge.tenants import KeyStore
 
 log = logging.getLogger("edgecore.edge")
 
@@ -29,6 +31,8 @@ class EdgeServices:
     embedder: BatchingEmbedder | None
     cache: SemanticCache | None
     local: LocalModel | None
+    keys: KeyStore
+    limiter: Limiter
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:

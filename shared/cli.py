@@ -43,6 +43,15 @@ def cmd_eval_router(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_keys_add(args: argparse.Namespace) -> int:
+    from edge.tenants import add_key
+
+    key = add_key(args.file, args.tenant)
+    print(f"new key for tenant {args.tenant!r} (shown once; only its hash is kept in {args.file}):")
+    print(key)
+    return 0
+
+
 def cmd_redis(args: argparse.Namespace) -> int:
     from shared.redis_server import redis_command, redis_env
 
@@ -115,6 +124,12 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", type=Path, default=None, help="write the result here")
     ev.add_argument("--models-dir", type=Path, default=None)
     ev.set_defaults(func=cmd_eval_router)
+
+    keys = sub.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
+    keys_add = keys.add_parser("add", help="create an API key for a tenant")
+    keys_add.add_argument("tenant")
+    keys_add.add_argument("--file", type=Path, required=True, help="the keys file (TOML)")
+    keys_add.set_defaults(func=cmd_keys_add)
 
     redis = sub.add_parser("redis", help="run the bundled Redis Stack server (vector search)")
     redis.add_argument("--port", type=int, default=6390)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -11,26 +12,35 @@ from starlette.requests import Request
 from shared.errors import ApiError
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """Read the body, refusing (413) as soon as it exceeds ``limit`` bytes.
+async def read_body(request: Request, limit: int, timeout: float = 30.0) -> bytes:
+    """Read the body, refusing (413) as soon as it exceeds ``limit`` bytes, and (408) a
+    client that takes longer than ``timeout`` seconds to send it.
 
     A declared Content-Length over the limit is refused before reading anything.
     """
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
-            if int(declared) > limit:
-                raise ApiError(413, f"request body exceeds {limit} bytes", code="body_too_large")
+            too_big = int(declared) > limit
         except ValueError:
             raise ApiError(400, "invalid Content-Length header", code="invalid_header") from None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
+        if too_big:
             raise ApiError(413, f"request body exceeds {limit} bytes", code="body_too_large")
-        chunks.append(chunk)
-    return b"".join(chunks)
+
+    async def read() -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ApiError(413, f"request body exceeds {limit} bytes", code="body_too_large")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    try:
+        return await asyncio.wait_for(read(), timeout)
+    except TimeoutError:
+        raise ApiError(408, "request body not received in time", code="body_timeout") from None
 
 
 def json_object(body: bytes) -> dict[str, Any]:

@@ -59,7 +59,19 @@ EXAMPLE_BODY = {
 }
 
 
-def _banner(ports: StackPorts, log_dir: Path) -> str:
+def dev_key(home: Path) -> tuple[Path, str]:
+    """The development tenant's keys file and its key (kept in plain text for dev only)."""
+    from edge.tenants import add_key
+
+    keys_file, plain = home / "dev-keys.toml", home / "dev-key.txt"
+    if not (keys_file.exists() and plain.exists()):
+        keys_file.unlink(missing_ok=True)
+        plain.write_text(add_key(keys_file, "dev"))
+        plain.chmod(0o600)
+    return keys_file, plain.read_text().strip()
+
+
+def _banner(ports: StackPorts, log_dir: Path, key: str) -> str:
     url = f"http://{ports.host}:{ports.edge}"
     body = json.dumps(EXAMPLE_BODY)
     return f"""
@@ -68,16 +80,17 @@ edgecore is up.
   core   http://{ports.host}:{ports.core}   (vLLM engine on :{ports.engine})
   redis  redis://{ports.host}:{ports.redis}
   logs   {log_dir}
+  key    {key}   (development key; production edges use EDGECORE_EDGE_KEYS_FILE)
 
 Try it (run it twice: the second answer comes from the cache, x-edgecore-tier: cache):
 
-  curl -sN {url}/v1/chat/completions -H 'content-type: application/json' -D - \\
-    -d '{body}'
+  curl -sN {url}/v1/chat/completions -D - -H 'authorization: Bearer {key}' \\
+    -H 'content-type: application/json' -d '{body}'
 
 From Python (pip install openai):
 
   from openai import OpenAI
-  client = OpenAI(base_url="{url}/v1", api_key="unused")
+  client = OpenAI(base_url="{url}/v1", api_key="{key}")
   r = client.chat.completions.create(model="auto", temperature=0,
       messages=[{{"role": "user", "content": "Name three primary colours."}}])
   print(r.choices[0].message.content)
@@ -86,7 +99,7 @@ Ctrl-C stops everything.
 """
 
 
-def _children(home: Path, ports: StackPorts, log_dir: Path) -> list[ChildProcess]:
+def _children(home: Path, ports: StackPorts, log_dir: Path, keys_file: Path) -> list[ChildProcess]:
     redis_dir = home / "redis" / "data"
     redis_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -99,6 +112,7 @@ def _children(home: Path, ports: StackPorts, log_dir: Path) -> list[ChildProcess
         EDGECORE_EDGE_PORT=str(ports.edge),
         EDGECORE_EDGE_CORE_URL=f"http://{ports.host}:{ports.core}",
         EDGECORE_EDGE_REDIS_URL=f"redis://{ports.host}:{ports.redis}/0",
+        EDGECORE_EDGE_KEYS_FILE=str(keys_file),
     )
     me = [sys.executable, "-m", "shared.cli"]
     redis = redis_command(port=ports.redis, data_dir=redis_dir, bind=ports.host)
@@ -117,7 +131,8 @@ def _children(home: Path, ports: StackPorts, log_dir: Path) -> list[ChildProcess
 async def up(home: Path, ports: StackPorts) -> int:
     log_dir = home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    children = _children(home, ports, log_dir)
+    keys_file, key = dev_key(home)
+    children = _children(home, ports, log_dir, keys_file)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -144,7 +159,7 @@ async def up(home: Path, ports: StackPorts) -> int:
         await _until(
             stop, wait_http_ok(f"http://{ports.host}:{ports.edge}/readyz", timeout=300, child=edge)
         )
-        print(_banner(ports, log_dir), flush=True)
+        print(_banner(ports, log_dir, key), flush=True)
         waits = [asyncio.create_task(c.wait()) for c in started]
         stopper = asyncio.create_task(stop.wait())
         await asyncio.wait([stopper, *waits], return_when=asyncio.FIRST_COMPLETED)

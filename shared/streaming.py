@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 
@@ -28,3 +29,24 @@ class EventStreamResponse(StreamingResponse):
                 # Shielded: the server may be cancelling this very task because the client
                 # left, and the cleanup is exactly what must still run.
                 await asyncio.shield(aclose())
+
+
+class Releasing(Response):
+    """Wrap a response so ``release`` runs when it is fully sent (or abandoned).
+
+    A streamed answer outlives its handler; a concurrency slot must last as long.
+    """
+
+    def __init__(self, response: Response, release: Callable[[], None]) -> None:
+        # Deliberately not Response.__init__: this only delegates to ``response``.
+        self.response = response
+        self.release = release
+        self.status_code = response.status_code
+        self.raw_headers = response.raw_headers
+        self.background = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.response(scope, receive, send)
+        finally:
+            self.release()

@@ -198,9 +198,41 @@ def start_edge(name: str, log_dir: Path, models_dir: Path, **settings: str) -> S
     return server
 
 
+@dataclass
+class Keys:
+    file: Path
+    alpha: str  # tenant "alpha": no limits
+    beta: str  # tenant "beta": no limits (cross-tenant probes)
+    limited: str  # tenant "limited": 3 requests per minute
+    edge_only: str  # tenant "edge-only": may use the edge model only
+
+    def auth(self, key: str | None = None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key or self.alpha}"}
+
+
 @pytest.fixture(scope="session")
-def edge_url(core_url: str, redis_url: str, models_dir: Path, log_dir: Path) -> Iterator[str]:
-    server = start_edge("edge", log_dir, models_dir, core_url=core_url, redis_url=redis_url)
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
+    from edge.tenants import add_key, dump_keys_file, load_keys_file
+
+    path = tmp_path_factory.mktemp("keys") / "keys.toml"
+    plain = {name: add_key(path, name) for name in ("alpha", "beta", "limited", "edge-only")}
+    tenants = load_keys_file(path)
+    tenants["limited"] = tenants["limited"].model_copy(update={"requests_per_minute": 3})
+    tenants["edge-only"] = tenants["edge-only"].model_copy(
+        update={"models": frozenset({"edge-smollm2-135m"})}
+    )
+    path.write_text(dump_keys_file(tenants))
+    return Keys(path, plain["alpha"], plain["beta"], plain["limited"], plain["edge-only"])
+
+
+@pytest.fixture(scope="session")
+def edge_url(
+    core_url: str, redis_url: str, models_dir: Path, log_dir: Path, keys: Keys
+) -> Iterator[str]:
+    server = start_edge(
+        "edge", log_dir, models_dir, core_url=core_url, redis_url=redis_url,
+        keys_file=str(keys.file),
+    )  # fmt: skip
     yield server.url
     server.stop()
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
+
+from tests.conftest import Keys
 
 pytestmark = pytest.mark.slow
 
@@ -13,9 +16,18 @@ URL = "/v1/chat/completions"
 OK_MESSAGES = [{"role": "user", "content": "hi"}]
 
 
-def post(edge_url: str, **kw: Any) -> httpx.Response:
-    headers = {"content-type": "application/json", **kw.pop("headers", {})}
-    return httpx.post(edge_url + URL, headers=headers, timeout=30, **kw)
+Api = Callable[..., httpx.Response]
+
+
+@pytest.fixture
+def api(edge_url: str, keys: Keys) -> Api:
+    """POST to the edge's chat endpoint as tenant alpha."""
+
+    def post(**kw: Any) -> httpx.Response:
+        headers = {"content-type": "application/json", **keys.auth(), **kw.pop("headers", {})}
+        return httpx.post(edge_url + URL, headers=headers, timeout=30, **kw)
+
+    return post
 
 
 def assert_error(r: httpx.Response, status: int, param: str | None = None) -> dict[str, Any]:
@@ -40,8 +52,8 @@ def assert_error(r: httpx.Response, status: int, param: str | None = None) -> di
         b'{"model": "auto", "messages": [{"role": "user", "content": "\\ud800"}]}',
     ],
 )
-def test_malformed_json_is_400(edge_url: str, body: bytes) -> None:
-    assert_error(post(edge_url, content=body), 400)
+def test_malformed_json_is_400(api: Api, body: bytes) -> None:
+    assert_error(api(content=body), 400)
 
 
 @pytest.mark.parametrize(
@@ -60,37 +72,33 @@ def test_malformed_json_is_400(edge_url: str, body: bytes) -> None:
         ({"model": "auto", "messages": OK_MESSAGES, "stream": "yes"}, "stream"),
     ],
 )
-def test_wrong_fields_are_400_naming_the_field(
-    edge_url: str, body: dict[str, Any], param: str
-) -> None:
-    assert_error(post(edge_url, json=body), 400, param)
+def test_wrong_fields_are_400_naming_the_field(api: Api, body: dict[str, Any], param: str) -> None:
+    assert_error(api(json=body), 400, param)
 
 
-def test_unknown_model_is_404(edge_url: str) -> None:
-    err = assert_error(
-        post(edge_url, json={"model": "gpt-9", "messages": OK_MESSAGES}), 404, "model"
-    )
+def test_unknown_model_is_404(api: Api) -> None:
+    err = assert_error(api(json={"model": "gpt-9", "messages": OK_MESSAGES}), 404, "model")
     assert err["code"] == "model_not_found"
 
 
-def test_oversized_body_is_413(edge_url: str) -> None:
+def test_oversized_body_is_413(api: Api) -> None:
     huge = {"model": "auto", "messages": [{"role": "user", "content": "x" * (2 * 1024 * 1024)}]}
-    assert_error(post(edge_url, json=huge), 413)
+    assert_error(api(json=huge), 413)
 
 
-def test_oversized_body_without_length_is_413(edge_url: str) -> None:
+def test_oversized_body_without_length_is_413(api: Api) -> None:
     def chunks() -> Any:
         yield b'{"model": "auto", "messages": [{"role": "user", "content": "'
         for _ in range(40):
             yield b"x" * 65536
         yield b'"}]}'
 
-    assert_error(post(edge_url, content=chunks()), 413)
+    assert_error(api(content=chunks()), 413)
 
 
-def test_too_many_messages_is_400(edge_url: str) -> None:
+def test_too_many_messages_is_400(api: Api) -> None:
     body = {"model": "auto", "messages": OK_MESSAGES * 300}
-    assert_error(post(edge_url, json=body), 400, "messages")
+    assert_error(api(json=body), 400, "messages")
 
 
 def test_wrong_method_and_path(edge_url: str) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from tests.conftest import Keys
+
 pytestmark = pytest.mark.slow
 
 LONG = {
@@ -51,11 +53,12 @@ def assert_aborted(engine_url: str, finished_before: float) -> None:
     assert finished(engine_url) == finished_before  # it stopped; it did not run to the end
 
 
-def read_first_event_then_leave(edge_url: str, model: str) -> None:
+def read_first_event_then_leave(edge_url: str, model: str, headers: dict[str, str]) -> None:
     with httpx.stream(
         "POST",
         edge_url + "/v1/chat/completions",
         json={"model": model, "stream": True, **LONG},
+        headers=headers,
         timeout=60,
     ) as r:
         assert r.status_code == 200
@@ -66,28 +69,35 @@ def read_first_event_then_leave(edge_url: str, model: str) -> None:
 
 
 def test_stream_disconnect_aborts_the_engine_request(
-    edge_url: str, core_url: str, engine_url: str
+    keys: Keys, edge_url: str, core_url: str, engine_url: str
 ) -> None:
     before = finished(engine_url)
     before_core = metric(core_url, "edgecore_core_client_disconnects_total")
-    read_first_event_then_leave(edge_url, "smollm2-135m-instruct")
+    read_first_event_then_leave(edge_url, "smollm2-135m-instruct", keys.auth())
     assert_aborted(engine_url, before)
     assert metric(core_url, "edgecore_core_client_disconnects_total") > before_core
     assert eventually(lambda: metric(core_url, "edgecore_core_in_flight") == 0)
 
 
-def test_non_stream_disconnect_aborts_the_engine_request(edge_url: str, engine_url: str) -> None:
+def test_non_stream_disconnect_aborts_the_engine_request(
+    keys: Keys, edge_url: str, engine_url: str
+) -> None:
     before = finished(engine_url)
     body = {"model": "smollm2-135m-instruct", **LONG}
     with pytest.raises(httpx.ReadTimeout):  # the client gives up before the answer
-        httpx.post(edge_url + "/v1/chat/completions", json=body, timeout=httpx.Timeout(5, read=1.0))
+        httpx.post(
+            edge_url + "/v1/chat/completions",
+            json=body,
+            headers=keys.auth(),
+            timeout=httpx.Timeout(5, read=1.0),
+        )
     assert_aborted(engine_url, before)
 
 
-def test_stream_disconnect_stops_the_edge_model(edge_url: str) -> None:
+def test_stream_disconnect_stops_the_edge_model(keys: Keys, edge_url: str) -> None:
     before = metric(edge_url, "edgecore_edge_client_disconnects_total", 'tier="edge"')
     cancelled = metric(edge_url, "edgecore_edge_model_cancelled")
-    read_first_event_then_leave(edge_url, "edge-smollm2-135m")
+    read_first_event_then_leave(edge_url, "edge-smollm2-135m", keys.auth())
     assert eventually(
         lambda: metric(edge_url, "edgecore_edge_client_disconnects_total", 'tier="edge"') > before
     )

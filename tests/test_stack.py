@@ -8,14 +8,22 @@ import httpx
 import pytest
 from openai import OpenAI
 
+from tests.conftest import Keys
+
 pytestmark = pytest.mark.slow
 
 CORE_MODEL = "smollm2-135m-instruct"
 EDGE_MODEL = "edge-smollm2-135m"
 
 
-def client(edge_url: str) -> OpenAI:
-    return OpenAI(base_url=edge_url + "/v1", api_key="unused", max_retries=0, timeout=120)
+def client(edge_url: str, key: str) -> OpenAI:
+    return OpenAI(base_url=edge_url + "/v1", api_key=key, max_retries=0, timeout=120)
+
+
+@pytest.fixture
+def oai(edge_url: str, keys: Keys) -> OpenAI:
+    """The official OpenAI SDK, pointed at the edge with tenant alpha's key."""
+    return client(edge_url, keys.alpha)
 
 
 def unique(text: str) -> str:
@@ -23,16 +31,16 @@ def unique(text: str) -> str:
     return f"{text} (ref {uuid.uuid4().hex[:8]})"
 
 
-def test_models_and_health(edge_url: str) -> None:
-    ids = {m.id for m in client(edge_url).models.list()}
+def test_models_and_health(oai: OpenAI, edge_url: str) -> None:
+    ids = {m.id for m in oai.models.list()}
     assert {"auto", EDGE_MODEL, CORE_MODEL} <= ids
     assert httpx.get(edge_url + "/healthz").json() == {"status": "ok"}
     ready = httpx.get(edge_url + "/readyz").json()
     assert ready["status"] == "ready", ready
 
 
-def test_short_prompt_is_answered_by_the_edge_model(edge_url: str) -> None:
-    raw = client(edge_url).chat.completions.with_raw_response.create(
+def test_short_prompt_is_answered_by_the_edge_model(oai: OpenAI, edge_url: str) -> None:
+    raw = oai.chat.completions.with_raw_response.create(
         model="auto",
         messages=[{"role": "user", "content": unique("Say hello.")}],
         max_tokens=16,
@@ -45,10 +53,10 @@ def test_short_prompt_is_answered_by_the_edge_model(edge_url: str) -> None:
     assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
 
 
-def test_long_prompt_goes_to_the_core(edge_url: str) -> None:
+def test_long_prompt_goes_to_the_core(oai: OpenAI, edge_url: str) -> None:
     # Longer than the edge model's window (2048 tokens): a rule, whatever the score says.
     long_prompt = unique("Summarise this text in one sentence: " + "The quick brown fox. " * 420)
-    raw = client(edge_url).chat.completions.with_raw_response.create(
+    raw = oai.chat.completions.with_raw_response.create(
         model="auto",
         messages=[{"role": "user", "content": long_prompt}],
         max_tokens=16,
@@ -57,14 +65,14 @@ def test_long_prompt_goes_to_the_core(edge_url: str) -> None:
     assert raw.parse().model == CORE_MODEL
 
 
-def test_trained_router_scores_auto_requests(edge_url: str) -> None:
+def test_trained_router_scores_auto_requests(oai: OpenAI, edge_url: str) -> None:
     def scored() -> float:
         text = httpx.get(edge_url + "/metrics").text
         line = next(x for x in text.splitlines() if x.startswith("edgecore_router_score_count"))
         return float(line.split()[-1])
 
     before = scored()
-    raw = client(edge_url).chat.completions.with_raw_response.create(
+    raw = oai.chat.completions.with_raw_response.create(
         model="auto", messages=[{"role": "user", "content": unique("Hi there!")}], max_tokens=8
     )
     assert raw.headers["x-edgecore-tier"] == "edge"
@@ -73,8 +81,8 @@ def test_trained_router_scores_auto_requests(edge_url: str) -> None:
     assert 'edgecore_route_decisions_total{reason="score",tier="edge"}' in metrics
 
 
-def test_explicit_core_model_streams_with_usage(edge_url: str) -> None:
-    with client(edge_url).chat.completions.with_streaming_response.create(
+def test_explicit_core_model_streams_with_usage(oai: OpenAI, edge_url: str) -> None:
+    with oai.chat.completions.with_streaming_response.create(
         model=CORE_MODEL,
         messages=[{"role": "user", "content": unique("Name a colour.")}],
         max_tokens=16,
@@ -90,8 +98,8 @@ def test_explicit_core_model_streams_with_usage(edge_url: str) -> None:
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
 
 
-def test_stream_without_usage_request_has_no_usage_chunk(edge_url: str) -> None:
-    stream = client(edge_url).chat.completions.create(
+def test_stream_without_usage_request_has_no_usage_chunk(oai: OpenAI, edge_url: str) -> None:
+    stream = oai.chat.completions.create(
         model=CORE_MODEL,
         messages=[{"role": "user", "content": unique("Name a fruit.")}],
         max_tokens=8,
@@ -101,8 +109,8 @@ def test_stream_without_usage_request_has_no_usage_chunk(edge_url: str) -> None:
     assert all(c.choices for c in chunks)
 
 
-def test_edge_model_streams(edge_url: str) -> None:
-    stream = client(edge_url).chat.completions.create(
+def test_edge_model_streams(oai: OpenAI, edge_url: str) -> None:
+    stream = oai.chat.completions.create(
         model=EDGE_MODEL,
         messages=[{"role": "user", "content": unique("Count to three.")}],
         max_tokens=16,
@@ -116,8 +124,8 @@ def test_edge_model_streams(edge_url: str) -> None:
 
 
 @pytest.mark.parametrize("model", ["auto", CORE_MODEL])
-def test_repeated_prompt_is_answered_by_the_cache(edge_url: str, model: str) -> None:
-    c = client(edge_url)
+def test_repeated_prompt_is_answered_by_the_cache(oai: OpenAI, edge_url: str, model: str) -> None:
+    c = oai
     question = unique("What is two plus two? Answer with one number.")
     # A 135M model at temperature 0 can loop until max_tokens, and cut answers are never
     # cached; a mild repetition penalty (a vLLM extension, part of the cache partition)
@@ -145,8 +153,8 @@ def test_repeated_prompt_is_answered_by_the_cache(edge_url: str, model: str) -> 
     assert text == answer.choices[0].message.content
 
 
-def test_cache_respects_opt_out_and_other_parameters(edge_url: str) -> None:
-    c = client(edge_url)
+def test_cache_respects_opt_out_and_other_parameters(oai: OpenAI, edge_url: str) -> None:
+    c = oai
     messages = [{"role": "user", "content": unique("Reply with the word yes.")}]
     c.chat.completions.create(model=EDGE_MODEL, messages=messages, temperature=0, max_tokens=32)  # type: ignore[arg-type]
     no_store = c.chat.completions.with_raw_response.create(
@@ -174,8 +182,8 @@ def test_cache_respects_opt_out_and_other_parameters(edge_url: str) -> None:
     assert sampled.headers["x-edgecore-cache"] == "bypass"
 
 
-def test_edge_to_core_speaks_http2(edge_url: str, core_url: str) -> None:
-    client(edge_url).chat.completions.create(
+def test_edge_to_core_speaks_http2(oai: OpenAI, edge_url: str, core_url: str) -> None:
+    oai.chat.completions.create(
         model=CORE_MODEL,
         messages=[{"role": "user", "content": unique("Hi")}],
         max_tokens=4,

@@ -4,6 +4,7 @@ cache), and SIGTERM leaves no process behind."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -41,11 +42,15 @@ def test_up_serves_caches_and_stops_cleanly(models_dir: Path, tmp_path: Path) ->
         banner = out.read_text()
         edge = f"http://127.0.0.1:{ports['edge']}"
         assert f"curl -sN {edge}/v1/chat/completions" in banner
+        key = re.search(r"Bearer (ec-[\w-]+)", banner)
+        assert key is not None, banner
+        auth = {"authorization": f"Bearer {key.group(1)}"}
+        assert httpx.post(edge + "/v1/chat/completions", json=EXAMPLE_BODY).status_code == 401
 
         tiers = []
         for _ in range(2):
             with httpx.stream(
-                "POST", edge + "/v1/chat/completions", json=EXAMPLE_BODY, timeout=120
+                "POST", edge + "/v1/chat/completions", json=EXAMPLE_BODY, headers=auth, timeout=120
             ) as r:
                 assert r.status_code == 200
                 text = r.read().decode()
