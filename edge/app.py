@@ -24,6 +24,7 @@ from edge.limits import Limiter
 from edge.local_model import LocalModel
 from edge.metrics import EdgeMetrics
 from edge.middleware import TierHeaders
+from edge.openapi import openapi
 from edge.router import Calibration, Router, RouteRules
 from edge.router_model import RouterModel
 from edge.settings import EdgeSettings
@@ -45,6 +46,10 @@ async def models(request: Request) -> Response:
         if tenant.models is None or name in tenant.models
     ]
     return JSONResponse({"object": "list", "data": data})
+
+
+async def openapi_json(request: Request) -> Response:
+    return JSONResponse(request.app.state.openapi)
 
 
 async def healthz(request: Request) -> Response:
@@ -186,6 +191,9 @@ def create_app(settings: EdgeSettings) -> Starlette:
             settings, router, metrics, core, embedder, cache, local, keys, Limiter(redis)
         )
         app.state.edge = svc
+        app.state.openapi = openapi(
+            [settings.auto_model, settings.edge_model, settings.core_model], settings.max_messages
+        )
         if embedder is not None:
             embedder.start()
         try:
@@ -203,6 +211,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
+            Route("/openapi.json", openapi_json, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),

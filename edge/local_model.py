@@ -157,7 +157,7 @@ class LocalModel:
             else:
                 options.update(do_sample=False)
             if req.seed is not None:
-                options["random_seed"] = req.seed
+                options["random_seed"] = req.seed % 2**31  # the runtime takes a 32-bit seed
             params.set_search_options(**options)
             generator = og.Generator(self.model, params)
             generator.append_tokens(tokens)

@@ -19,6 +19,8 @@ class EdgeSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
     home: Path = Field(default_factory=default_home)
+    tls_certfile: Path | None = Field(default=None, description="Serve HTTPS (h2 via ALPN).")
+    tls_keyfile: Path | None = None
     models_dir: Path = Field(default_factory=default_models_dir)
 
     # Model names the edge answers to. "auto" lets the router pick the tier.

@@ -77,14 +77,17 @@ def cmd_edge_serve(args: argparse.Namespace) -> int:
     from edge import EdgeSettings, create_app
     from shared.serve import hypercorn_config, run
 
-    overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
-    settings = EdgeSettings(**overrides)
-    run(
-        create_app(settings),
-        hypercorn_config(
-            settings.host, settings.port, certfile=args.certfile, keyfile=args.keyfile
-        ),
+    flags = {
+        "host": args.host,
+        "port": args.port,
+        "tls_certfile": args.certfile,
+        "tls_keyfile": args.keyfile,
+    }
+    settings = EdgeSettings(**{k: v for k, v in flags.items() if v is not None})
+    config = hypercorn_config(
+        settings.host, settings.port, certfile=settings.tls_certfile, keyfile=settings.tls_keyfile
     )
+    run(create_app(settings), config)
     return 0
 
 

@@ -79,7 +79,8 @@ def wait_ready(server: Server, path: str, timeout: float) -> None:
         if server.proc.poll() is not None:
             pytest.fail(f"{server.name} exited with {server.proc.returncode}:\n{server.tail()}")
         try:
-            if httpx.get(server.url + path, timeout=2).status_code == 200:
+            # Readiness only: a self-signed test certificate is fine here.
+            if httpx.get(server.url + path, timeout=2, verify=False).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
@@ -182,6 +183,7 @@ def engine_url(core_url: str, core_ports: CorePorts) -> str:
 
 def start_edge(name: str, log_dir: Path, models_dir: Path, **settings: str) -> Server:
     port = free_port()
+    scheme = "https" if "tls_certfile" in settings else "http"
     env = service_env(
         EDGECORE_EDGE_PORT=str(port),
         EDGECORE_EDGE_MODELS_DIR=str(models_dir),
@@ -192,7 +194,7 @@ def start_edge(name: str, log_dir: Path, models_dir: Path, **settings: str) -> S
         [sys.executable, "-m", "shared.cli", "edge", "serve"],
         env,
         log_dir,
-        f"http://127.0.0.1:{port}",
+        f"{scheme}://127.0.0.1:{port}",
     )
     wait_ready(server, "/healthz", timeout=120)
     return server
@@ -205,6 +207,7 @@ class Keys:
     beta: str  # tenant "beta": no limits (cross-tenant probes)
     limited: str  # tenant "limited": 3 requests per minute
     edge_only: str  # tenant "edge-only": may use the edge model only
+    fuzz: str  # tenant "fuzz": auto and the edge model (the fuzzed edge has no core)
 
     def auth(self, key: str | None = None) -> dict[str, str]:
         return {"authorization": f"Bearer {key or self.alpha}"}
@@ -215,14 +218,20 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
     from edge.tenants import add_key, dump_keys_file, load_keys_file
 
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
-    plain = {name: add_key(path, name) for name in ("alpha", "beta", "limited", "edge-only")}
+    names = ("alpha", "beta", "limited", "edge-only", "fuzz")
+    plain = {name: add_key(path, name) for name in names}
     tenants = load_keys_file(path)
     tenants["limited"] = tenants["limited"].model_copy(update={"requests_per_minute": 3})
     tenants["edge-only"] = tenants["edge-only"].model_copy(
         update={"models": frozenset({"edge-smollm2-135m"})}
     )
+    tenants["fuzz"] = tenants["fuzz"].model_copy(
+        update={"models": frozenset({"auto", "edge-smollm2-135m"})}
+    )
     path.write_text(dump_keys_file(tenants))
-    return Keys(path, plain["alpha"], plain["beta"], plain["limited"], plain["edge-only"])
+    return Keys(
+        path, plain["alpha"], plain["beta"], plain["limited"], plain["edge-only"], plain["fuzz"]
+    )
 
 
 @pytest.fixture(scope="session")
