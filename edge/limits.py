@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from edge.tenants import Tenant
@@ -65,6 +66,7 @@ class Limiter:
     _local: dict[str, _LocalWindow] = field(default_factory=dict)
     _in_flight: dict[str, int] = field(default_factory=dict)
     fallbacks: int = 0
+    _script: AsyncScript | None = None
 
     async def check_rate(self, tenant: Tenant, tokens: int) -> None:
         rpm, tpm = tenant.requests_per_minute or 0, tenant.tokens_per_minute or 0
@@ -89,8 +91,11 @@ class Limiter:
         window = int(time.time() // WINDOW_S)
         if self.redis is not None:
             keys = [f"{self.prefix}:{name}:{window}:r", f"{self.prefix}:{name}:{window}:t"]
+            if self._script is None:
+                # EVALSHA after the first call; redis-py reloads it after a Redis restart.
+                self._script = self.redis.register_script(_LUA)
             try:
-                result = await self.redis.eval(_LUA, 2, *keys, rpm, tpm, tokens, WINDOW_S)
+                result = await self._script(keys=keys, args=[rpm, tpm, tokens, WINDOW_S])
                 return bool(result[0]), int(result[1])
             except (RedisError, OSError) as exc:
                 self.fallbacks += 1

@@ -1,0 +1,98 @@
+"""What the shared rate limiter costs per request, next to a bare Redis round trip.
+
+    .venv/bin/python -m bench.limiter_overhead [--n 3000] [--out bench/results/limiter.json]
+
+Starts the bundled Redis on a free port and times, sequentially from one client:
+PING (the floor any Redis-backed limiter pays), the limiter's atomic Lua check (requests
+and tokens per minute), and the local fallback used when Redis is down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+
+from edge.limits import Limiter
+from edge.tenants import Tenant
+from shared.paths import default_home
+from shared.redis_server import redis_command, redis_env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def timed(n: int, op: Callable[[], Awaitable[Any]]) -> dict[str, float]:
+    for _ in range(100):  # warm-up
+        await op()
+    samples = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await op()
+        samples.append((time.perf_counter() - t) * 1e6)
+    samples.sort()
+    return {
+        "p50_us": round(samples[len(samples) // 2], 1),
+        "p99_us": round(samples[int(len(samples) * 0.99)], 1),
+    }
+
+
+async def measure(port: int, n: int) -> dict[str, Any]:
+    redis = Redis(port=port)
+    limiter = Limiter(redis, prefix=f"bench:{time.time_ns()}")
+    tenant = Tenant(name="bench", requests_per_minute=10**9, tokens_per_minute=10**12)
+    local = Limiter(None)
+    results = {
+        "redis_ping": await timed(n, redis.ping),
+        "limiter_redis_lua": await timed(n, lambda: limiter.check_rate(tenant, 100)),
+        "limiter_local_fallback": await timed(n, lambda: local.check_rate(tenant, 100)),
+    }
+    await redis.aclose()
+    results["ratio_lua_vs_ping_p50"] = round(
+        results["limiter_redis_lua"]["p50_us"] / results["redis_ping"]["p50_us"], 2
+    )
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=3000)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/limiter.json"))
+    args = parser.parse_args()
+    port = free_port()
+    data = Path(tempfile.mkdtemp())
+    proc = subprocess.Popen(
+        redis_command(port=port, data_dir=data),
+        env=redis_env(default_home()),
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(0.5)
+        results = asyncio.run(measure(port, args.n))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    print(f"{'operation':<26}{'p50 µs':>10}{'p99 µs':>10}")
+    for name in ("redis_ping", "limiter_redis_lua", "limiter_local_fallback"):
+        r = results[name]
+        print(f"{name:<26}{r['p50_us']:>10}{r['p99_us']:>10}")
+    print(f"limiter / ping (p50): {results['ratio_lua_vs_ping_p50']}")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
