@@ -131,6 +131,27 @@ def _key_store(settings: EdgeSettings) -> KeyStore:
     return KeyStore(None)
 
 
+def _router(settings: EdgeSettings, model: RouterModel | None) -> Router:
+    rules = RouteRules(
+        auto_model=settings.auto_model,
+        edge_model=settings.edge_model,
+        core_model=settings.core_model,
+        max_prompt_chars=settings.route_max_prompt_chars,
+        max_tokens=settings.route_max_tokens,
+        edge_context_tokens=settings.edge_context_tokens,
+        policy=settings.route_policy,
+    )
+    calibration = Calibration(
+        mode=settings.route_mode,
+        core_share=settings.route_core_share,
+        threshold=settings.route_threshold,
+        window=settings.route_window,
+        band=settings.route_band,
+        sticky_margin=settings.route_sticky_margin,
+    )
+    return Router(rules, model, calibration)
+
+
 def create_app(settings: EdgeSettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -164,24 +185,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             first_byte_timeout_s=settings.core_first_byte_timeout_s,
             idle_timeout_s=settings.core_idle_timeout_s,
         )
-        rules = RouteRules(
-            auto_model=settings.auto_model,
-            edge_model=settings.edge_model,
-            core_model=settings.core_model,
-            max_prompt_chars=settings.route_max_prompt_chars,
-            max_tokens=settings.route_max_tokens,
-            edge_context_tokens=settings.edge_context_tokens,
-            policy=settings.route_policy,
-        )
-        calibration = Calibration(
-            mode=settings.route_mode,
-            core_share=settings.route_core_share,
-            threshold=settings.route_threshold,
-            window=settings.route_window,
-            band=settings.route_band,
-            sticky_margin=settings.route_sticky_margin,
-        )
-        router = Router(rules, router_model if embedder is not None else None, calibration)
+        router = _router(settings, router_model if embedder is not None else None)
         metrics = EdgeMetrics.create()
         if local is not None:
             metrics.edge_model_running.set_function(lambda: local.running)
