@@ -167,6 +167,13 @@ def _check_limits(req: ChatCompletionRequest, svc: EdgeServices) -> None:
             param="messages",
             code="too_many_messages",
         )
+    if req.output_limit is not None and req.output_limit > s.max_output_tokens:
+        raise ApiError(
+            400,
+            f"max_tokens may be at most {s.max_output_tokens}",
+            param="max_tokens",
+            code="max_tokens_too_large",
+        )
     if len(req.prompt_text()) > s.max_prompt_chars:
         raise ApiError(
             400,

@@ -116,6 +116,7 @@ class EdgeSettings(BaseSettings):
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     max_messages: int = Field(default=256, ge=1)
     max_prompt_chars: int = Field(default=200_000, ge=1)
+    max_output_tokens: int = Field(default=8192, ge=1, description="Ceiling on max_tokens.")
 
     def resolved_edge_model_dir(self) -> Path:
         return self.edge_model_dir or self.models_dir / "smollm2-135m-instruct-onnx-int8"

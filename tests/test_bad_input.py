@@ -96,6 +96,11 @@ def test_oversized_body_without_length_is_413(api: Api) -> None:
     assert_error(api(content=chunks()), 413)
 
 
+def test_max_tokens_ceiling_is_400(api: Api) -> None:
+    body = {"model": "auto", "messages": OK_MESSAGES, "max_tokens": 10**6}
+    assert_error(api(json=body), 400, "max_tokens")
+
+
 def test_too_many_messages_is_400(api: Api) -> None:
     body = {"model": "auto", "messages": OK_MESSAGES * 300}
     assert_error(api(json=body), 400, "messages")
