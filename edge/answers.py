@@ -51,8 +51,13 @@ def json_answer(body: dict[str, object], meta: Meta) -> JSONResponse:
     return JSONResponse(body, headers=meta.headers())
 
 
-def sse_answer(events: AsyncIterator[bytes], meta: Meta) -> StreamingResponse:
-    return EventStreamResponse(events, headers={**sse.STREAM_HEADERS, **meta.headers()})
+def sse_answer(
+    events: AsyncIterator[bytes],
+    meta: Meta,
+    on_close: Callable[[], Awaitable[None]] | None = None,
+) -> StreamingResponse:
+    headers = {**sse.STREAM_HEADERS, **meta.headers()}
+    return EventStreamResponse(events, headers=headers, on_close=on_close)
 
 
 async def text_events(

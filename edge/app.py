@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from edge.cache import SemanticCache
 from edge.chat import chat_completions
-from edge.core_client import CoreClient
+from edge.core_client import CorePool, Timeouts
 from edge.embedder import BatchingEmbedder, Embedder
 from edge.limits import Limiter
 from edge.local_model import LocalModel
@@ -59,10 +59,8 @@ async def healthz(request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     """200 while some tier can answer; ``degraded`` lists what is missing."""
     svc: EdgeServices = request.app.state.edge
-    core_ok = False
-    with contextlib.suppress(Exception):
-        r = await svc.core.client.get("/readyz", timeout=2.0)
-        core_ok = r.status_code == 200
+    cores = svc.core.status()  # from the background probes: readiness never waits on a core
+    core_ok = any(c["healthy"] and c["breaker"] != "open" for c in cores)
     redis_ok = svc.cache is not None and await svc.cache.ping()
     checks: dict[str, Any] = {
         "core": core_ok,
@@ -76,12 +74,14 @@ async def readyz(request: Request) -> Response:
         "status": ("degraded" if degraded else "ready") if serving else "unavailable",
         "checks": checks,
         "degraded": degraded,
+        "cores": cores,
     }
     return JSONResponse(body, status_code=200 if serving else 503)
 
 
 async def metrics(request: Request) -> Response:
     svc: EdgeServices = request.app.state.edge
+    svc.metrics.observe_cores(svc.core)
     return Response(generate_latest(svc.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
@@ -179,12 +179,20 @@ def create_app(settings: EdgeSettings) -> Starlette:
                 min_similarity=settings.cache_min_similarity,
                 retry_after_s=settings.retry_after_s,
             )
-        core = CoreClient(
-            settings.core_url,
-            connect_timeout_s=settings.core_connect_timeout_s,
-            first_byte_timeout_s=settings.core_first_byte_timeout_s,
-            idle_timeout_s=settings.core_idle_timeout_s,
+        core = CorePool(
+            [(c.url, c.priority) for c in settings.core_specs()],
+            timeouts=Timeouts(
+                connect_s=settings.core_connect_timeout_s,
+                first_byte_s=settings.core_first_byte_timeout_s,
+                idle_s=settings.core_idle_timeout_s,
+            ),
+            streams_per_connection=settings.core_streams_per_connection,
+            max_connections=settings.core_max_connections,
+            breaker_threshold=settings.core_breaker_threshold,
+            breaker_cooldown_s=settings.core_breaker_cooldown_s,
         )
+        await core.probe()
+        probes = asyncio.create_task(core.probe_forever(settings.core_probe_interval_s))
         router = _router(settings, router_model if embedder is not None else None)
         metrics = EdgeMetrics.create()
         if local is not None:
@@ -203,6 +211,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
         try:
             yield
         finally:
+            probes.cancel()
             await svc.drain()
             await core.aclose()
             if embedder is not None:

@@ -51,19 +51,25 @@ async def chat_completions(request: Request) -> Response:
             )
         await svc.limiter.check_rate(tenant, _token_estimate(req, svc))
         svc.limiter.acquire(tenant)
+        svc.metrics.in_flight.inc()
     except ApiError as exc:
         exc.headers.setdefault("x-request-id", meta.request_id)
         svc.metrics.requests.labels(meta.tier, str(exc.status)).inc()
         raise
+
+    def release() -> None:
+        svc.limiter.release(tenant)
+        svc.metrics.in_flight.dec()
+
     try:
         response = await _handle(request, svc, meta, tenant, data, req)
     except ApiError as exc:
-        svc.limiter.release(tenant)
+        release()
         exc.headers.setdefault("x-request-id", meta.request_id)
         svc.metrics.requests.labels(meta.tier, str(exc.status)).inc()
         raise
     except BaseException:
-        svc.limiter.release(tenant)
+        release()
         raise
     if svc.settings.log_prompts:
         log.info(
@@ -73,7 +79,7 @@ async def chat_completions(request: Request) -> Response:
             meta.tier,
             redact(req.prompt_text()),
         )
-    return Releasing(response, lambda: svc.limiter.release(tenant))
+    return Releasing(response, release)
 
 
 async def _parse(

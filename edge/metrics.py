@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from edge.core_client import CorePool
+
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
@@ -36,6 +38,11 @@ class EdgeMetrics:
     edge_model_running: Gauge
     edge_model_waiting: Gauge
     edge_model_cancelled: Gauge
+    core_up: Gauge
+    core_breaker: Gauge
+    core_streams: Gauge
+    core_rtt: Gauge
+    core_failovers: Gauge
 
     @classmethod
     def create(cls) -> EdgeMetrics:
@@ -123,4 +130,24 @@ class EdgeMetrics:
                 "Edge-model generations stopped early because the client left (a count).",
                 registry=r,
             ),
+            core_up=Gauge("edgecore_core_up", "1 when the core's last probe passed.", ["core"],
+                          registry=r),
+            core_breaker=Gauge("edgecore_core_breaker_state",
+                               "Circuit breaker: 0 closed, 1 half-open, 2 open.", ["core"],
+                               registry=r),
+            core_streams=Gauge("edgecore_core_streams", "HTTP/2 streams open to the core.",
+                               ["core"], registry=r),
+            core_rtt=Gauge("edgecore_core_rtt_seconds", "Probe round trip to the core (EWMA).",
+                           ["core"], registry=r),
+            core_failovers=Gauge("edgecore_core_failovers",
+                                 "Requests that moved to another core before their first byte "
+                                 "(a count).", registry=r),
         )  # fmt: skip
+
+    def observe_cores(self, pool: CorePool) -> None:
+        for core in pool.cores:
+            self.core_up.labels(core.url).set(1 if core.healthy else 0)
+            self.core_breaker.labels(core.url).set(int(core.breaker.state))
+            self.core_streams.labels(core.url).set(core.streams)
+            self.core_rtt.labels(core.url).set(core.rtt_s or 0.0)
+        self.core_failovers.set(pool.failovers)

@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.paths import default_home, default_models_dir
+
+
+class CoreSpec(BaseModel):
+    url: str
+    priority: int = 0
 
 
 class EdgeSettings(BaseSettings):
@@ -30,6 +35,19 @@ class EdgeSettings(BaseSettings):
 
     # --- core (forwarded over HTTP/2) ---
     core_url: str = "http://127.0.0.1:8090"
+    cores: list[CoreSpec] = Field(
+        default_factory=list,
+        description='Several cores (regions), JSON: [{"url": ..., "priority": 0}, ...]; '
+        "lower priority first. Empty: CORE_URL alone.",
+    )
+    core_streams_per_connection: int = Field(default=100, ge=1)
+    core_max_connections: int = Field(default=4, ge=1)
+    core_breaker_threshold: int = Field(default=3, ge=1)
+    core_breaker_cooldown_s: float = Field(default=10.0, gt=0)
+    core_probe_interval_s: float = Field(default=5.0, gt=0)
+    sse_keepalive_s: float = Field(
+        default=10.0, gt=0, description="Comment lines while a stream waits (long first token)."
+    )
     core_connect_timeout_s: float = Field(default=3.0, gt=0)
     core_first_byte_timeout_s: float = Field(default=120.0, gt=0)
     core_idle_timeout_s: float = Field(default=60.0, gt=0)
@@ -120,6 +138,9 @@ class EdgeSettings(BaseSettings):
 
     def resolved_edge_model_dir(self) -> Path:
         return self.edge_model_dir or self.models_dir / "smollm2-135m-instruct-onnx-int8"
+
+    def core_specs(self) -> list[CoreSpec]:
+        return self.cores or [CoreSpec(url=self.core_url)]
 
     def router_dir(self) -> Path:
         return self.models_dir / "router"

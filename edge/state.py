@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edge.cache import SemanticCache
-from edge.core_client import CoreClient
+from edge.core_client import CorePool
 from edge.embedder import BatchingEmbedder
 from edge.limits import Limiter
 from edge.local_model import LocalModel
@@ -27,7 +27,7 @@ class EdgeServices:
     settings: EdgeSettings
     router: Router
     metrics: EdgeMetrics
-    core: CoreClient
+    core: CorePool
     embedder: BatchingEmbedder | None
     cache: SemanticCache | None
     local: LocalModel | None

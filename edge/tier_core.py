@@ -9,6 +9,7 @@ logprobs) are forwarded as they are.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator
@@ -20,7 +21,7 @@ from starlette.responses import Response
 
 from edge.answers import Meta, json_answer, observe, sse_answer
 from edge.cache_flow import CacheProbe, remember
-from edge.h2_cancel import close_early
+from edge.core_client import Upstream
 from edge.state import EdgeServices
 from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
@@ -52,18 +53,20 @@ async def from_core(
     t = time.perf_counter()
     try:
         upstream = await cancel_on_disconnect(
-            request.receive, svc.core.send(payload, request_id=meta.request_id, stream=True)
+            request.receive,
+            svc.core.send(payload, request_id=meta.request_id, stream=True),
+            on_abandon=Upstream.close,
         )
     except ClientDisconnected:
         svc.metrics.disconnects.labels("core").inc()
         return Response(status_code=CLIENT_CLOSED)
     meta.tier = "core"
-    svc.metrics.core_requests.labels(upstream.http_version).inc()
+    svc.metrics.core_requests.labels(upstream.response.http_version).inc()
     svc.metrics.route.labels("core", "forward").inc()
     if req.stream:
         meta.tier_wait_s = time.perf_counter() - t
         observe(svc.metrics, meta, None)
-        return sse_answer(_relay(svc, upstream, req, meta, probe), meta)
+        return sse_answer(_relay(svc, upstream, req, meta, probe), meta, on_close=upstream.close)
     try:
         if payload.get("stream"):
             body = await cancel_on_disconnect(request.receive, _assemble(svc, upstream, probe))
@@ -77,33 +80,55 @@ async def from_core(
     return json_answer(body, meta)
 
 
-async def _read_json(upstream: httpx.Response) -> dict[str, Any]:
+async def _read_json(upstream: Upstream) -> dict[str, Any]:
     try:
-        await upstream.aread()
+        await upstream.response.aread()
     finally:
-        await close_early(upstream)
-    body: dict[str, Any] = upstream.json()
+        await upstream.close()
+    upstream.succeeded()
+    body: dict[str, Any] = upstream.response.json()
     return body
 
 
 async def _events(
-    upstream: httpx.Response, acc: completions.StreamAccumulator
-) -> AsyncGenerator[tuple[str, dict[str, Any] | None], None]:
-    """The core's SSE payloads, recorded in ``acc``; resets the stream if not read to the end."""
+    upstream: Upstream, acc: completions.StreamAccumulator, keepalive_s: float | None = None
+) -> AsyncGenerator[tuple[str | None, dict[str, Any] | None], None]:
+    """The core's SSE payloads, recorded in ``acc``.
+
+    With ``keepalive_s``, yields ``(None, None)`` whenever the core has been silent that
+    long (a long first token), so the relay can send a comment instead of going quiet.
+    Resets the stream if it is not read to the end.
+    """
     decoder = sse.SSEDecoder()
+    chunks = upstream.response.aiter_bytes()
+    pending: asyncio.Task[bytes] | None = None
     try:
-        async for raw in upstream.aiter_bytes():
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(chunks))
+            done, _ = await asyncio.wait({pending}, timeout=keepalive_s)
+            if not done:
+                yield None, None  # still waiting; the read goes on
+                continue
+            try:
+                raw = pending.result()
+            except StopAsyncIteration:
+                break
+            finally:
+                pending = None
             for payload in decoder.feed(raw):
                 yield payload, acc.add(payload)
         for payload in decoder.close():
             yield payload, acc.add(payload)
     finally:
+        if pending is not None:
+            pending.cancel()
         # Also runs when the client leaves: the core sees RST_STREAM and aborts the engine.
-        await close_early(upstream)
+        await upstream.close()
 
 
 async def _assemble(
-    svc: EdgeServices, upstream: httpx.Response, probe: CacheProbe | None
+    svc: EdgeServices, upstream: Upstream, probe: CacheProbe | None
 ) -> dict[str, Any]:
     acc = completions.StreamAccumulator()
     first: dict[str, Any] = {}
@@ -114,9 +139,12 @@ async def _assemble(
                 if parsed and not first and parsed.get("id"):
                     first = parsed
     except httpx.HTTPError as exc:
+        upstream.failed()
         raise _failed_mid_answer() from exc
     if acc.error or not acc.done:
+        upstream.failed()
         raise _failed_mid_answer()
+    upstream.succeeded()
     model = first.get("model", svc.settings.core_model)
     if acc.complete:
         remember(svc, probe, acc.content, acc.finish_reason, acc.usage, model)
@@ -136,7 +164,7 @@ def _failed_mid_answer() -> ApiError:
 
 async def _relay(
     svc: EdgeServices,
-    upstream: httpx.Response,
+    upstream: Upstream,
     req: ChatCompletionRequest,
     meta: Meta,
     probe: CacheProbe | None,
@@ -144,25 +172,32 @@ async def _relay(
     """Relay the core's SSE event by event (never buffered), keeping a copy for the cache."""
     acc = completions.StreamAccumulator()
     model = svc.settings.core_model
-    events = _events(upstream, acc)
+    events = _events(upstream, acc, svc.settings.sse_keepalive_s)
     try:
         async with contextlib.aclosing(events):
             async for payload, parsed in events:
+                if payload is None:
+                    yield sse.KEEPALIVE
+                    continue
                 if parsed is not None:
                     model = parsed.get("model", model)
                     if not parsed.get("choices") and "usage" in parsed and not req.include_usage:
                         continue
                 yield b"data: " + payload.encode() + b"\n\n"
-        if not acc.done:
+        if acc.done:
+            upstream.succeeded()
+        else:
             acc.error = True
+            upstream.failed()
             yield sse.encode(completions.stream_error("the core ended the stream early"))
             yield sse.DONE
     except httpx.HTTPError:
         acc.error = True
+        upstream.failed()
         yield sse.encode(completions.stream_error("the core failed mid-stream"))
         yield sse.DONE
     finally:
-        if not (acc.done or acc.error):
+        if not (acc.done or acc.error):  # the client left: not the core's fault
             svc.metrics.disconnects.labels("core").inc()
     observe(svc.metrics, meta, acc.usage, done=True)
     if acc.complete:

@@ -41,7 +41,9 @@ async def from_edge(
     try:
         # Wait for the first token before answering, so a busy or over-long request still
         # gets a proper HTTP error instead of a stream that fails.
-        first = await cancel_on_disconnect(request.receive, _first(deltas))
+        first = await cancel_on_disconnect(
+            request.receive, _first(deltas), on_abandon=lambda _: deltas.aclose()
+        )
     except ClientDisconnected:
         svc.metrics.disconnects.labels("edge").inc()
         return Response(status_code=CLIENT_CLOSED)
@@ -122,7 +124,7 @@ async def from_edge(
         remember(svc, probe, "".join(parts), finish_reason, usage, s.edge_model)
 
     observe(svc.metrics, meta, None)
-    return sse_answer(events(), meta)
+    return sse_answer(events(), meta, on_close=deltas.aclose)
 
 
 async def _first(deltas: AsyncIterator[str]) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from starlette.types import Receive
@@ -25,7 +25,11 @@ async def wait_for_disconnect(receive: Receive) -> None:
             return
 
 
-async def cancel_on_disconnect(receive: Receive, work: Awaitable[T]) -> T:
+async def cancel_on_disconnect(
+    receive: Receive,
+    work: Awaitable[T],
+    on_abandon: Callable[[T], Awaitable[None]] | None = None,
+) -> T:
     """Await ``work``; if the client disconnects first, cancel it and raise.
 
     Only call this after the request body has been read: it consumes ``receive``.
@@ -43,7 +47,11 @@ async def cancel_on_disconnect(receive: Receive, work: Awaitable[T]) -> T:
         return task.result()
     task.cancel()
     try:
-        await task
+        late = await task
     except (asyncio.CancelledError, Exception):
         pass
+    else:
+        # The work finished just as the client left: its result still holds resources.
+        if on_abandon is not None:
+            await on_abandon(late)
     raise ClientDisconnected()

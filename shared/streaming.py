@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -13,22 +13,34 @@ class EventStreamResponse(StreamingResponse):
     """A streaming response that always closes its iterator when it ends.
 
     Starlette cancels the sending task when the client disconnects, but leaves the body
-    generator suspended until garbage collection; closing it here runs the generator's
-    ``finally`` at once, which is where upstream work (an engine request, a local
-    generation) is cancelled.
+    generator suspended until garbage collection, and never starts it at all if the client
+    left before the first byte. Closing it here, plus ``on_close`` for what the generator
+    does not own yet, releases upstream work at once (an engine request, a generation).
     """
 
     media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        *,
+        headers: Mapping[str, str] | None = None,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        super().__init__(content, headers=headers)
+        self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
+            # Shielded: the server may be cancelling this very task because the client
+            # left, and the cleanup is exactly what must still run.
             aclose = getattr(self.body_iterator, "aclose", None)
             if aclose is not None:
-                # Shielded: the server may be cancelling this very task because the client
-                # left, and the cleanup is exactly what must still run.
                 await asyncio.shield(aclose())
+            if self.on_close is not None:
+                await asyncio.shield(self.on_close())
 
 
 class Releasing(Response):

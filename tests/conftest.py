@@ -109,6 +109,18 @@ def models_dir(home: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def trained_router(models_dir: Path) -> Path:
+    """The router artifact, trained from ../shared/data at prepare time (skip without it)."""
+    path = models_dir / "router" / "router.npz"
+    if not path.exists():
+        pytest.skip(
+            f"no trained router at {path}: ../shared/data/router was absent when the models "
+            "were prepared, so the edge routes by rules only"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
 def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("logs")
 

@@ -113,7 +113,7 @@ def saturated_core(log_dir: Path) -> Iterator[str]:
 
 
 def test_core_429_sends_borderline_prompts_to_the_edge(
-    saturated_core: str, models_dir: Path, log_dir: Path, redis_url: str
+    saturated_core: str, models_dir: Path, log_dir: Path, redis_url: str, trained_router: Path
 ) -> None:
     # Fixed mode with a very low threshold: every scored prompt leans core, and a wide band
     # makes each one borderline.

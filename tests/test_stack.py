@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -65,7 +66,9 @@ def test_long_prompt_goes_to_the_core(oai: OpenAI, edge_url: str) -> None:
     assert raw.parse().model == CORE_MODEL
 
 
-def test_trained_router_scores_auto_requests(oai: OpenAI, edge_url: str) -> None:
+def test_trained_router_scores_auto_requests(
+    oai: OpenAI, edge_url: str, trained_router: Path
+) -> None:
     def scored() -> float:
         text = httpx.get(edge_url + "/metrics").text
         line = next(x for x in text.splitlines() if x.startswith("edgecore_router_score_count"))
