@@ -27,7 +27,7 @@ from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import EXCEPTION_HANDLERS, ApiError
 from shared.http import json_object, read_body, request_id
-from shared.streaming import EventStreamResponse
+from shared.streaming import EventStreamResponse, with_keepalive
 
 
 @dataclass
@@ -154,9 +154,13 @@ async def _relay_stream(
 
     async def relay() -> AsyncIterator[bytes]:
         finished = False
+        chunks = with_keepalive(r.aiter_raw(), st.settings.sse_keepalive_s)
         try:
-            async for chunk in r.aiter_raw():
-                yield chunk
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
+                    # Comments while the engine is silent (queued, long prefill): the edge's
+                    # idle timeout must not cut a stream that is only slow to start.
+                    yield sse.KEEPALIVE if chunk is None else chunk
             finished = True
         except httpx.HTTPError:
             # The engine died mid-stream: say so in-band instead of cutting silently.

@@ -119,4 +119,7 @@ class CoreSettings(BaseSettings):
     )
     request_timeout_s: float = Field(default=600.0, gt=0)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    sse_keepalive_s: float = Field(default=10.0, gt=0)
+    tls_certfile: Path | None = Field(default=None, description="Serve HTTPS (h2 via ALPN).")
+    tls_keyfile: Path | None = None
     log_dir: Path | None = None

@@ -190,6 +190,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             max_connections=settings.core_max_connections,
             breaker_threshold=settings.core_breaker_threshold,
             breaker_cooldown_s=settings.core_breaker_cooldown_s,
+            ca_file=settings.core_ca_file,
         )
         await core.probe()
         probes = asyncio.create_task(core.probe_forever(settings.core_probe_interval_s))

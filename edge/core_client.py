@@ -17,8 +17,10 @@ import asyncio
 import contextlib
 import logging
 import random
+import ssl
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -45,6 +47,11 @@ class Timeouts:
     idle_s: float
 
 
+def tls_context(ca_file: Path | None) -> ssl.SSLContext:
+    """Verification for https cores: the system's CAs, or a private CA for the core fleet."""
+    return ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+
+
 @dataclass
 class _Connection:
     client: httpx.AsyncClient
@@ -59,6 +66,7 @@ class Core:
     streams_per_connection: int
     max_connections: int
     timeouts: Timeouts
+    verify: ssl.SSLContext
     healthy: bool = True
     rtt_s: float | None = None
     connections: list[_Connection] = field(default_factory=list)
@@ -71,6 +79,7 @@ class Core:
             http2=True,
             timeout=httpx.Timeout(t.idle_s, connect=t.connect_s, pool=t.connect_s),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            verify=self.verify,
         )
         conn = _Connection(client)
         self.connections.append(conn)
@@ -127,11 +136,13 @@ class CorePool:
         max_connections: int = 4,
         breaker_threshold: int = 3,
         breaker_cooldown_s: float = 10.0,
+        ca_file: Path | None = None,
     ) -> None:
         self.timeouts = timeouts
+        verify = tls_context(ca_file)
         self.cores = [
             Core(url.rstrip("/"), priority, CircuitBreaker(breaker_threshold, breaker_cooldown_s),
-                 streams_per_connection, max_connections, timeouts)
+                 streams_per_connection, max_connections, timeouts, verify)
             for url, priority in cores
         ]  # fmt: skip
         self.failovers = 0

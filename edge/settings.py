@@ -40,6 +40,9 @@ class EdgeSettings(BaseSettings):
         description='Several cores (regions), JSON: [{"url": ..., "priority": 0}, ...]; '
         "lower priority first. Empty: CORE_URL alone.",
     )
+    core_ca_file: Path | None = Field(
+        default=None, description="CA bundle that signs the cores' certificates (https cores)."
+    )
     core_streams_per_connection: int = Field(default=100, ge=1)
     core_max_connections: int = Field(default=4, ge=1)
     core_breaker_threshold: int = Field(default=3, ge=1)

@@ -9,7 +9,6 @@ logprobs) are forwarded as they are.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator
@@ -27,6 +26,7 @@ from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
+from shared.streaming import with_keepalive
 
 
 def upstream_payload(
@@ -100,29 +100,18 @@ async def _events(
     Resets the stream if it is not read to the end.
     """
     decoder = sse.SSEDecoder()
-    chunks = upstream.response.aiter_bytes()
-    pending: asyncio.Task[bytes] | None = None
+    chunks = with_keepalive(upstream.response.aiter_bytes(), keepalive_s)
     try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(chunks))
-            done, _ = await asyncio.wait({pending}, timeout=keepalive_s)
-            if not done:
-                yield None, None  # still waiting; the read goes on
-                continue
-            try:
-                raw = pending.result()
-            except StopAsyncIteration:
-                break
-            finally:
-                pending = None
-            for payload in decoder.feed(raw):
-                yield payload, acc.add(payload)
+        async with contextlib.aclosing(chunks):
+            async for raw in chunks:
+                if raw is None:
+                    yield None, None  # still waiting; the read goes on
+                    continue
+                for payload in decoder.feed(raw):
+                    yield payload, acc.add(payload)
         for payload in decoder.close():
             yield payload, acc.add(payload)
     finally:
-        if pending is not None:
-            pending.cancel()
         # Also runs when the client leaves: the core sees RST_STREAM and aborts the engine.
         await upstream.close()
 

@@ -69,7 +69,10 @@ def cmd_core_serve(args: argparse.Namespace) -> int:
     settings = CoreSettings(**overrides)
     if args.no_engine:
         settings.manage_engine = False
-    run(create_app(settings), hypercorn_config(settings.host, settings.port))
+    config = hypercorn_config(
+        settings.host, settings.port, certfile=settings.tls_certfile, keyfile=settings.tls_keyfile
+    )
+    run(create_app(settings), config)
     return 0
 
 

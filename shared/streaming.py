@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -62,3 +62,32 @@ class Releasing(Response):
             await self.response(scope, receive, send)
         finally:
             self.release()
+
+
+async def with_keepalive(
+    chunks: AsyncIterator[bytes], interval_s: float | None
+) -> AsyncGenerator[bytes | None, None]:
+    """Yield ``chunks``, and ``None`` whenever none arrived for ``interval_s`` seconds.
+
+    The pending read is never cancelled by the timer, so nothing is lost; callers send an
+    SSE comment for each ``None`` so that proxies and idle timeouts see a live stream.
+    """
+    pending: asyncio.Future[bytes] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(chunks))
+            done, _ = await asyncio.wait({pending}, timeout=interval_s)
+            if not done:
+                yield None
+                continue
+            try:
+                chunk = pending.result()
+            except StopAsyncIteration:
+                return
+            finally:
+                pending = None
+            yield chunk
+    finally:
+        if pending is not None:
+            pending.cancel()

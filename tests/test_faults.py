@@ -193,3 +193,47 @@ def test_random_client_disconnects_leave_nothing_behind(
     assert eventually(lambda: gauge(edge_url, "edgecore_edge_model_running") == 0)
     assert eventually(lambda: gauge(core_url, "edgecore_core_in_flight") == 0)
     assert eventually(lambda: gauge(engine_url, "vllm:num_requests_running") == 0)
+
+
+def test_engine_killed_is_restarted_and_the_edge_never_hangs(
+    core_url: str, models_dir: Path, log_dir: Path, keys: Keys
+) -> None:
+    import psutil
+
+    port, engine_port = free_port(), free_port()
+    env = service_env(
+        EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(engine_port),
+        EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
+    )  # fmt: skip
+    core = start("core-restart", [sys.executable, "-m", "shared.cli", "core", "serve"], env,
+                 log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
+    wait_ready(core, "/readyz", timeout=900)
+    edge = start_edge(
+        "edge-restart", log_dir, models_dir, keys_file=str(keys.file), core_url=core.url,
+        redis_url=f"redis://127.0.0.1:{free_port()}/0", core_probe_interval_s="1",
+    )  # fmt: skip
+    body = {"model": CORE_MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+
+    def ask() -> httpx.Response:
+        return httpx.post(edge.url + "/v1/chat/completions", json=body, headers=keys.auth(),
+                          timeout=60)  # fmt: skip
+
+    try:
+        assert ask().status_code == 200
+        engines = [p for p in psutil.Process(core.proc.pid).children()
+                   if "vllm.entrypoints" in " ".join(p.cmdline())]  # fmt: skip
+        assert len(engines) == 1
+        os.killpg(engines[0].pid, signal.SIGKILL)
+        t = time.monotonic()
+        down = ask()
+        assert down.status_code == 503 and int(down.headers["retry-after"]) > 0
+        assert time.monotonic() - t < 30
+        assert eventually(lambda: httpx.get(core.url + "/readyz").status_code == 200, 600)
+        assert httpx.get(core.url + "/readyz").json()["engine_restarts"] >= 1
+        assert eventually(lambda: ask().status_code == 200, 30)
+    finally:
+        edge.stop()
+        core.stop()
+    assert (
+        not psutil.pid_exists(engines[0].pid) or psutil.Process(engines[0].pid).status() == "zombie"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ssl
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from edge.limits import Limiter
 from edge.tenants import Tenant
 from shared.errors import ApiError
 from shared.redact import redact
-from tests.conftest import free_port, start_edge
+from tests.conftest import CorePorts, Keys, free_port, service_env, start, start_edge, wait_ready
 
 
 def self_signed(folder: Path) -> tuple[Path, Path]:
@@ -147,3 +148,36 @@ def test_redaction() -> None:
     out = redact(text)
     assert "bob@" not in out and "4111" not in out and "sk-abc" not in out
     assert redact("x" * 500).endswith("(+300 chars)")
+
+
+@pytest.mark.slow
+def test_edge_reaches_an_https_core_over_http2(
+    core_url: str, core_ports: CorePorts, models_dir: Path, log_dir: Path, keys: Keys,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    certfile, keyfile = self_signed(tmp_path)
+    port = free_port()
+    env = service_env(
+        EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(core_ports.engine),
+        EDGECORE_CORE_MANAGE_ENGINE="false", EDGECORE_CORE_TLS_CERTFILE=str(certfile),
+        EDGECORE_CORE_TLS_KEYFILE=str(keyfile),
+    )  # fmt: skip
+    core = start("core-tls", [sys.executable, "-m", "shared.cli", "core", "serve"], env, log_dir,
+                 f"https://127.0.0.1:{port}")  # fmt: skip
+    wait_ready(core, "/readyz", timeout=60)
+    edge = start_edge(
+        "edge-to-tls-core", log_dir, models_dir, keys_file=str(keys.file),
+        core_url=f"https://localhost:{port}", core_ca_file=str(certfile),
+        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+    )  # fmt: skip
+    try:
+        body = {"model": "smollm2-135m-instruct", "max_tokens": 4,
+                "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+        r = httpx.post(edge.url + "/v1/chat/completions", json=body, headers=keys.auth(),
+                       timeout=60)  # fmt: skip
+        assert r.status_code == 200 and r.headers["x-edgecore-tier"] == "core"
+        metrics = httpx.get(core.url + "/metrics", verify=False).text
+        assert 'edgecore_core_requests_total{http_version="2",status="200"}' in metrics
+    finally:
+        edge.stop()
+        core.stop()
