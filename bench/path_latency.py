@@ -65,6 +65,28 @@ def ttft_ms(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[
     return (first - t) * 1000.0
 
 
+def running(client: httpx.Client, engine: str) -> float:
+    text = client.get(engine + "/metrics").text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("vllm:num_requests_running")
+    )
+
+
+def abort_ms(client: httpx.Client, url: str, body: dict[str, Any], engine: str) -> float:
+    with client.stream("POST", url + "/v1/chat/completions", json=body) as r:
+        for line in r.iter_lines():
+            if '"content":"' in line and '"content":""' not in line:
+                break
+        left = time.perf_counter()
+    while running(client, engine) > 0:
+        if time.perf_counter() - left > 30:
+            raise RuntimeError("the engine kept generating for 30 s after the client left")
+        time.sleep(0.005)
+    return (time.perf_counter() - left) * 1000.0
+
+
 def start_stack(log: Path) -> tuple[subprocess.Popen[bytes], dict[str, int], str]:
     ports = {name: free_port() for name in ("edge", "core", "engine", "redis")}
     argv = [sys.executable, "-m", "shared.cli", "up"]
@@ -141,6 +163,19 @@ def run(n: int) -> dict[str, Any]:
                 direct.append(ttft_ms(client, core, chat(CORE_MODEL, p), {}))
             results["ttft_core_via_edge"] = summary(via_edge)
             results["ttft_core_direct"] = summary(direct)
+            # 3. Disconnect -> abort: the client leaves mid-stream; how long until the engine
+            # stops generating (polled from vLLM's own gauge).
+            engine = f"http://127.0.0.1:{ports['engine']}"
+            k = max(5, n // 20)
+            story = {"model": CORE_MODEL, "stream": True, "max_tokens": 400, "temperature": 0.7,
+                     "messages": [{"role": "user", "content": "Write a long story."}]}  # fmt: skip
+            print(f"disconnect -> abort x{k} per path ...", flush=True)
+            via_edge_abort, direct_abort = [], []
+            for _ in range(k):
+                via_edge_abort.append(abort_ms(client, edge, story, engine))
+                direct_abort.append(abort_ms(client, core, story, engine))
+            results["abort_via_edge"] = summary(via_edge_abort)
+            results["abort_core_direct"] = summary(direct_abort)
             results["ratios"] = {
                 "cache_hit_vs_core_p50": round(
                     results["cache_hit"]["p50_ms"] / results["core_direct_same_prompt"]["p50_ms"], 4
@@ -164,6 +199,8 @@ def table(results: dict[str, Any]) -> str:
         ("TTFT edge model", results["ttft_edge_model"]),
         ("TTFT core via edge", results["ttft_core_via_edge"]),
         ("TTFT core direct", results["ttft_core_direct"]),
+        ("disconnect->abort via edge", results["abort_via_edge"]),
+        ("disconnect->abort direct", results["abort_core_direct"]),
     ]
     lines = [f"{'path':<28}{'n':>5}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}"]
     for name, s in rows:

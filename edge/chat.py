@@ -154,6 +154,8 @@ def _route(
     svc: EdgeServices, req: ChatCompletionRequest, vector: np.ndarray | None, policy: str
 ) -> Decision:
     router = svc.router
+    if not svc.core.candidates():  # every core's breaker is open: the core tier is saturated
+        router.core_saturated(svc.settings.core_saturation_s)
     if svc.local is not None:
         router.edge_queue_high = svc.local.waiting >= svc.settings.edge_queue_high
     t = time.perf_counter()
