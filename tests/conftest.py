@@ -7,11 +7,12 @@ with their whole process group at the end; their logs are printed when they fail
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,23 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def metric(url: str, name: str, labels: str = "") -> float:
+    """Sum of a Prometheus metric's samples (those whose labels contain ``labels``)."""
+    text = httpx.get(url + "/metrics", timeout=10, verify=False).text
+    pattern = rf"^{re.escape(name)}(\{{[^}}]*{re.escape(labels)}[^}}]*\}})? ([0-9.e+-]+)$"
+    return sum(float(m.group(2)) for m in re.finditer(pattern, text, flags=re.M))
+
+
+def eventually(check: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """Poll ``check`` until it holds or ``timeout`` passes (no timing is asserted)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return check()
 
 
 @dataclass

@@ -8,14 +8,12 @@ finishes with ``stop`` or ``length`` (which a 400-token answer would after a few
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable
 
 import httpx
 import pytest
 
-from tests.conftest import Keys
+from tests.conftest import Keys, eventually, metric
 
 pytestmark = pytest.mark.slow
 
@@ -24,21 +22,6 @@ LONG = {
     "max_tokens": 400,
     "messages": [{"role": "user", "content": "Write a long story about a lighthouse keeper."}],
 }
-
-
-def metric(url: str, name: str, labels: str = "") -> float:
-    text = httpx.get(url + "/metrics", timeout=10).text
-    pattern = rf"^{re.escape(name)}(\{{[^}}]*{re.escape(labels)}[^}}]*\}})? ([0-9.e+-]+)$"
-    return sum(float(m.group(2)) for m in re.finditer(pattern, text, flags=re.M))
-
-
-def eventually(check: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
 
 
 def finished(engine_url: str) -> float:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -25,7 +24,9 @@ from tests.conftest import (
     CorePorts,
     Keys,
     Server,
+    eventually,
     free_port,
+    metric,
     service_env,
     start,
     start_edge,
@@ -36,22 +37,6 @@ pytestmark = pytest.mark.slow
 
 CORE_MODEL = "smollm2-135m-instruct"
 STORY = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]
-
-
-def gauge(url: str, name: str) -> float:
-    text = httpx.get(url + "/metrics", timeout=10).text
-    return sum(
-        float(v) for v in re.findall(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)
-    )
-
-
-def eventually(check: Callable[[], bool], timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
 
 
 def gateway(name: str, engine_port: int, log_dir: Path) -> Server:
@@ -99,8 +84,8 @@ def test_stalled_core_fails_over_to_the_next(
                        timeout=30)  # fmt: skip
         assert r.status_code == 200 and r.headers["x-edgecore-tier"] == "core"
         assert time.monotonic() - t < 15  # one first-byte deadline, then the next core
-        assert gauge(edge.url, "edgecore_core_failovers") >= 1
-        assert eventually(lambda: gauge(edge.url, "edgecore_edge_in_flight") == 0)
+        assert metric(edge.url, "edgecore_core_failovers") >= 1
+        assert eventually(lambda: metric(edge.url, "edgecore_edge_in_flight") == 0)
     finally:
         os.kill(stalled.proc.pid, signal.SIGCONT)
         edge.stop()
@@ -126,9 +111,9 @@ def test_core_killed_mid_stream_ends_with_an_error_event(
         assert events[-1] == "[DONE]"
         error = json.loads(events[-2])
         assert error["error"]["code"] == "upstream_error"
-        assert eventually(lambda: gauge(edge.url, "edgecore_edge_in_flight") == 0)
-        assert eventually(lambda: gauge(edge.url, "edgecore_core_streams") == 0)
-        assert eventually(lambda: gauge(engine_url, "vllm:num_requests_running") == 0)
+        assert eventually(lambda: metric(edge.url, "edgecore_edge_in_flight") == 0)
+        assert eventually(lambda: metric(edge.url, "edgecore_core_streams") == 0)
+        assert eventually(lambda: metric(engine_url, "vllm:num_requests_running") == 0)
     finally:
         edge.stop()
         doomed.stop()
@@ -188,11 +173,11 @@ def test_random_client_disconnects_leave_nothing_behind(
                         break
         except httpx.ReadTimeout:
             pass  # a non-streamed answer we did not wait for: also a disconnect
-    assert eventually(lambda: gauge(edge_url, "edgecore_edge_in_flight") == 0)
-    assert eventually(lambda: gauge(edge_url, "edgecore_core_streams") == 0)
-    assert eventually(lambda: gauge(edge_url, "edgecore_edge_model_running") == 0)
-    assert eventually(lambda: gauge(core_url, "edgecore_core_in_flight") == 0)
-    assert eventually(lambda: gauge(engine_url, "vllm:num_requests_running") == 0)
+    assert eventually(lambda: metric(edge_url, "edgecore_edge_in_flight") == 0)
+    assert eventually(lambda: metric(edge_url, "edgecore_core_streams") == 0)
+    assert eventually(lambda: metric(edge_url, "edgecore_edge_model_running") == 0)
+    assert eventually(lambda: metric(core_url, "edgecore_core_in_flight") == 0)
+    assert eventually(lambda: metric(engine_url, "vllm:num_requests_running") == 0)
 
 
 def test_engine_killed_is_restarted_and_the_edge_never_hangs(
