@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from edge import cache_admin
 from edge.cache import SemanticCache
 from edge.chat import chat_completions
 from edge.core_client import CorePool, Timeouts
@@ -229,6 +230,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
+            *cache_admin.ROUTES,
         ],
         middleware=[Middleware(TierHeaders)],
         exception_handlers=dict(EXCEPTION_HANDLERS),

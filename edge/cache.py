@@ -32,6 +32,7 @@ class CachedAnswer:
     usage: dict[str, int] | None
     model: str
     similarity: float = 1.0
+    entry_id: str = ""
 
 
 class CacheUnavailable(Exception):
@@ -75,6 +76,8 @@ class SemanticCache:
         fields = [
             TagField("part"),
             TagField("ctx"),
+            TagField("tenant"),  # for invalidation and stats, never for matching
+            TagField("model"),
             NumericField("created"),
             VectorField(
                 "vec",
@@ -128,30 +131,54 @@ class SemanticCache:
             usage=json.loads(doc.usage) if doc.usage else None,
             model=doc.model,
             similarity=similarity,
+            entry_id=doc.id.removeprefix(self.prefix),
         )
 
+    def tenant_set(self, tenant: str) -> str:
+        """A sorted set of the tenant's entry keys by creation time (cap and eviction)."""
+        return f"{self.index}:t:{tenant}"
+
     async def store(
-        self, vector: np.ndarray, *, partition: str, context: str, answer: CachedAnswer
+        self,
+        vector: np.ndarray,
+        *,
+        partition: str,
+        context: str,
+        answer: CachedAnswer,
+        tenant: str,
+        max_entries: int,
     ) -> None:
         if not self.available:
             return
         key = self.prefix + uuid.uuid4().hex
+        now = time.time()
         mapping: dict[str, bytes | str | int] = {
             "vec": _as_bytes(vector),
             "part": partition,
             "ctx": context,
+            "tenant": tenant,
             "content": answer.content,
             "finish_reason": answer.finish_reason,
             "usage": json.dumps(answer.usage) if answer.usage else "",
             "model": answer.model,
-            "created": int(time.time()),
+            "created": int(now),
         }
+        members = self.tenant_set(tenant)
         try:
             await self.ensure_index()
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]  # redis-py types the key invariantly
                 pipe.expire(key, self.ttl_s)  # absolute TTL: lookups never touch it
-                await pipe.execute()
+                pipe.zadd(members, {key: now})
+                pipe.zremrangebyscore(members, "-inf", now - self.ttl_s)  # expired ones
+                pipe.zcard(members)
+                count = (await pipe.execute())[-1]
+            if count > max_entries:  # over the tenant's cap: evict the oldest
+                evicted: list[tuple[bytes, float]] = await self.redis.zpopmin(  # type: ignore[assignment]
+                    members, count - max_entries
+                )
+                if evicted:
+                    await self.redis.delete(*[member for member, _ in evicted])
         except (RedisError, OSError) as exc:
             raise self._failed(exc) from exc
 

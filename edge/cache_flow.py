@@ -25,6 +25,8 @@ class CacheProbe:
     partition: str
     context: str
     lookup: bool
+    tenant: str = "default"
+    max_entries: int = 10_000
     hit: CachedAnswer | None = None
 
 
@@ -80,6 +82,7 @@ async def cache_probe(
     meta: Meta,
     *,
     tenant: str,
+    max_entries: int,
 ) -> CacheProbe | None:
     s = svc.settings
     if directive is None or svc.cache is None or svc.embedder is None:
@@ -93,6 +96,8 @@ async def cache_probe(
         partition=cache_key.partition_key(req, tenant=tenant, embedder_id=svc.embedder.model_id),
         context=cache_key.context_key(req.messages),
         lookup=directive == "on",
+        tenant=tenant,
+        max_entries=max_entries,
     )
     if not probe.lookup:
         meta.cache = "refresh"
@@ -130,7 +135,12 @@ def remember(
         with contextlib.suppress(CacheUnavailable, asyncio.TimeoutError):
             await asyncio.wait_for(
                 cache.store(
-                    probe.vector, partition=probe.partition, context=probe.context, answer=answer
+                    probe.vector,
+                    partition=probe.partition,
+                    context=probe.context,
+                    answer=answer,
+                    tenant=probe.tenant,
+                    max_entries=probe.max_entries,
                 ),
                 svc.settings.redis_timeout_s * 4,
             )
@@ -143,6 +153,7 @@ def from_cache(
 ) -> Response:
     cid = completions.new_id()
     meta.extra_headers["x-edgecore-cache-similarity"] = f"{hit.similarity:.4f}"
+    meta.extra_headers["x-edgecore-cache-entry"] = hit.entry_id  # for /admin/cache
     observe(svc.metrics, meta, hit.usage)
     if not req.stream:
         body = completions.completion(

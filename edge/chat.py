@@ -116,7 +116,10 @@ async def _handle(
     directive = cache_directive(svc, req, request.headers, meta) if tenant.cache else None
     needs_vector = directive is not None or (ruled is None and svc.router.needs_embedding)
     vector = await embed(svc, req) if needs_vector else None
-    probe = await cache_probe(svc, req, directive, vector, meta, tenant=tenant.name)
+    max_entries = tenant.cache_max_entries or s.cache_max_entries_per_tenant
+    probe = await cache_probe(
+        svc, req, directive, vector, meta, tenant=tenant.name, max_entries=max_entries
+    )
     if probe is not None and probe.hit is not None:
         meta.tier = "cache"
         return from_cache(svc, req, probe.hit, meta)

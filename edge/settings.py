@@ -64,7 +64,12 @@ class EdgeSettings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6390/0"
     redis_timeout_s: float = Field(default=0.25, gt=0)
     cache_enabled: bool = True
-    cache_index: str = "edgecore:cache:v1"
+    cache_index: str = "edgecore:cache:v2"
+    cache_max_entries_per_tenant: int = Field(default=10_000, ge=1)
+    admin_keys: list[str] = Field(
+        default_factory=list,
+        description="SHA-256 hashes (sha256:...) of keys for /admin/*; empty: admin API off.",
+    )
     cache_min_similarity: float = Field(default=0.95, ge=0.0, le=1.0)
     cache_ttl_s: int = Field(default=3600, ge=1)
     cache_only_deterministic: bool = Field(

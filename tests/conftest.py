@@ -238,6 +238,8 @@ class Keys:
     limited: str  # tenant "limited": 3 requests per minute
     edge_only: str  # tenant "edge-only": may use the edge model only
     fuzz: str  # tenant "fuzz": auto and the edge model (the fuzzed edge has no core)
+    capped: str  # tenant "capped": at most 2 cache entries
+    admin: str  # an admin key (not a tenant key)
 
     def auth(self, key: str | None = None) -> dict[str, str]:
         return {"authorization": f"Bearer {key or self.alpha}"}
@@ -245,10 +247,10 @@ class Keys:
 
 @pytest.fixture(scope="session")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
-    from edge.tenants import add_key, dump_keys_file, load_keys_file
+    from edge.tenants import add_key, dump_keys_file, load_keys_file, new_key
 
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
-    names = ("alpha", "beta", "limited", "edge-only", "fuzz")
+    names = ("alpha", "beta", "limited", "edge-only", "fuzz", "capped")
     plain = {name: add_key(path, name) for name in names}
     tenants = load_keys_file(path)
     tenants["limited"] = tenants["limited"].model_copy(update={"requests_per_minute": 3})
@@ -258,10 +260,12 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
     tenants["fuzz"] = tenants["fuzz"].model_copy(
         update={"models": frozenset({"auto", "edge-smollm2-135m"})}
     )
+    tenants["capped"] = tenants["capped"].model_copy(update={"cache_max_entries": 2})
     path.write_text(dump_keys_file(tenants))
     return Keys(
-        path, plain["alpha"], plain["beta"], plain["limited"], plain["edge-only"], plain["fuzz"]
-    )
+        path, plain["alpha"], plain["beta"], plain["limited"], plain["edge-only"], plain["fuzz"],
+        plain["capped"], new_key(),
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="session")
