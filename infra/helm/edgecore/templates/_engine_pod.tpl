@@ -35,6 +35,12 @@ spec:
         - {name: DO_NOT_TRACK, value: "1"}
         - {name: VLLM_CACHE_ROOT, value: /var/cache/vllm}
         - {name: RAY_PORT, value: {{ $g.rayPort | int | quote }}}
+        {{- if ne .role "single" }}
+        # vLLM and Ray advertise this address to the other pipeline stage.
+        - name: VLLM_HOST_IP
+          valueFrom:
+            fieldRef: {fieldPath: status.podIP}
+        {{- end }}
       ports:
         {{- if ne .role "worker" }}
         - {name: http, containerPort: {{ $g.port }}, protocol: TCP}
