@@ -4,6 +4,7 @@
   smollm2-135m-instruct-hf/         SmolLM2 GGUF -> dequantized HF folder          (core/vLLM)
   smollm2-135m-instruct-onnx-int8/  HF folder -> onnxruntime-genai INT8 model      (edge)
   router/                           ridge router on MiniLM, trained on LLMRouter data (edge)
+  verifier/                         cache pair verifier on MiniLM, trained on QQP + STS-B (edge)
 
 Idempotent: a finished artifact has a stamp file and is skipped. Each step builds into a
 ``.partial`` folder and renames it when done, so an interrupted run never leaves a half
@@ -24,12 +25,20 @@ MINILM = "all-minilm-l6-v2-onnx"
 SMOLLM2_HF = "smollm2-135m-instruct-hf"
 SMOLLM2_ONNX = "smollm2-135m-instruct-onnx-int8"
 ROUTER = "router"
+VERIFIER = "verifier"
 # Evaluation data lives beside the repository (../shared), never inside it.
 ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
 
 
+CACHE_DATA = ROUTER_DATA.parents[1] / "cache"
+
+
 def router_data() -> Path:
     return Path(os.environ.get("EDGECORE_ROUTER_DATA", ROUTER_DATA))
+
+
+def cache_data() -> Path:
+    return Path(os.environ.get("EDGECORE_CACHE_DATA", CACHE_DATA))
 
 
 _HERE = Path(__file__).resolve().parent
@@ -52,6 +61,7 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
         (SMOLLM2_HF, "edgecore.json", "SmolLM2-135M-Instruct GGUF -> HF folder (for vLLM)"),
         (SMOLLM2_ONNX, "genai_config.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
         (ROUTER, "router.npz", "router trained on LLMRouter data"),
+        (VERIFIER, "verifier.npz", "cache verifier trained on QQP + STS-B"),
     ]
     t_all = time.perf_counter()
     for i, (name, marker, title) in enumerate(steps, 1):
@@ -71,16 +81,19 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
             elif name == SMOLLM2_ONNX:
                 hf = str(models / SMOLLM2_HF)
                 _run([sys.executable, "-m", "shared.prepare.smollm2", "onnx", hf, str(target)])
-            elif router_data().exists():
-                data = str(router_data())
-                _run([sys.executable, "-m", "shared.prepare.router_train", data, str(models)])
             else:
-                print(
-                    f"{prefix}: skipped, no training data at {router_data()} "
-                    "(the edge then routes by rules only)",
-                    flush=True,
-                )
-                continue
+                module, data, without = {
+                    ROUTER: ("router_train", router_data(), "routes by rules only"),
+                    VERIFIER: (
+                        "verifier_train",
+                        cache_data(),
+                        "matches cache entries by cosine alone",
+                    ),
+                }[name]
+                if not data.exists():
+                    print(f"{prefix}: skipped, no training data at {data} (the edge {without})")
+                    continue
+                _run([sys.executable, "-m", f"shared.prepare.{module}", str(data), str(models)])
         except subprocess.CalledProcessError as exc:
             print(f"{prefix}: FAILED (exit {exc.returncode})", file=sys.stderr, flush=True)
             return 1

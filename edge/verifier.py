@@ -1,0 +1,199 @@
+"""Pairwise verifier: is the cached question the same question as the new one?
+
+Cosine alone cannot tell "how to lose weight" from "how to gain weight" (0.9+), nor a
+question from its negation. The verifier is a small MLP over the two MiniLM embeddings
+(their product and absolute difference, the standard sentence-pair features) plus cheap
+lexical checks: question word, negation, numbers, capitalised names and content-word
+overlap. It is trained offline (``shared/prepare/verifier_train.py``) and scored here with
+numpy: a few small matrix products, well under a millisecond.
+
+Its output is calibrated on held-out pairs into ``precision_at``: the share of correct hits
+among pairs scoring at least ``p``. An operator picks a false-hit budget ``delta`` (wrong
+answers per served hit) and the threshold follows from it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ARTIFACT = "verifier.npz"
+META = "verifier.json"
+
+LEXICAL = (
+    "cosine",
+    "exact",
+    "qword_differs",
+    "negation_differs",
+    "numbers_differ",
+    "names_differ",
+    "content_jaccard",
+    "content_only_a",
+    "content_only_b",
+    "length_ratio",
+)
+
+_TOKEN = re.compile(r"[A-Za-z0-9']+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_QWORDS = frozenset(
+    "what why how when where who whom whose which is are was were can could do does did "
+    "should would will shall may might".split()
+)
+_NEGATIONS = frozenset(
+    "not no never none nobody nothing neither nor without cannot can't don't doesn't didn't "
+    "isn't aren't wasn't weren't won't wouldn't shouldn't couldn't hasn't haven't".split()
+)
+_STOP = frozenset(
+    "a an the of to in on at for from by with and or but if then than as is are was were be "
+    "been being do does did can could should would will shall may might must i you he she it "
+    "we they me my your his her its our their this that these those there here what why how "
+    "when where who whom whose which some any all more most much many very so just about into "
+    "over after before out up down get got have has had one s".split()
+)
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def _names(tokens: list[str]) -> set[str]:
+    # Capitalised words after the first: a cheap stand-in for named entities.
+    return {t.lower() for t in tokens[1:] if t[:1].isupper() and t != "I"}
+
+
+def lexical_features(a: str, b: str, cosine: float) -> np.ndarray:
+    """Pure, cheap checks a bi-encoder is known to miss (unscaled)."""
+    ta, tb = _tokens(a), _tokens(b)
+    la, lb = [t.lower() for t in ta], [t.lower() for t in tb]
+    qa = next((t for t in la if t in _QWORDS), "")
+    qb = next((t for t in lb if t in _QWORDS), "")
+    neg_a = sum(t in _NEGATIONS or t.endswith("n't") for t in la)
+    neg_b = sum(t in _NEGATIONS or t.endswith("n't") for t in lb)
+    ca = {t for t in la if t not in _STOP}
+    cb = {t for t in lb if t not in _STOP}
+    union = ca | cb
+    return np.array(
+        [
+            cosine,
+            1.0 if la == lb else 0.0,
+            1.0 if qa != qb else 0.0,
+            1.0 if (neg_a % 2) != (neg_b % 2) else 0.0,
+            1.0 if set(_NUMBER.findall(a)) != set(_NUMBER.findall(b)) else 0.0,
+            1.0 if _names(ta) != _names(tb) else 0.0,
+            len(ca & cb) / len(union) if union else 1.0,
+            len(ca - cb) / max(1, len(ca)),
+            len(cb - ca) / max(1, len(cb)),
+            min(len(la), len(lb)) / max(1, len(la), len(lb)),
+        ],
+        dtype=np.float32,
+    )
+
+
+def pair_features(u: np.ndarray, v: np.ndarray, a: str, b: str) -> np.ndarray:
+    """Symmetric in (a, b) for the embedding part; lexical part as above."""
+    cosine = float(np.dot(u, v))
+    return np.concatenate([u * v, np.abs(u - v), lexical_features(a, b, cosine)])
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Held-out precision of "serve when score >= p", for increasing p."""
+
+    scores: np.ndarray
+    precision: np.ndarray
+
+    def threshold(self, delta: float) -> float:
+        """The lowest score whose held-out precision is at least ``1 - delta``."""
+        ok = np.nonzero(self.precision >= 1.0 - delta)[0]
+        return float(self.scores[ok[0]]) if len(ok) else 1.01
+
+    def precision_at(self, score: float) -> float:
+        i = int(np.searchsorted(self.scores, score, side="right")) - 1
+        return float(self.precision[max(i, 0)])
+
+
+Layers = list[tuple[np.ndarray, np.ndarray]]
+
+
+class Verifier:
+    """An ensemble of small MLPs (averaged probabilities): seeds disagree on hard pairs."""
+
+    def __init__(
+        self,
+        members: list[Layers],
+        mean: np.ndarray,
+        std: np.ndarray,
+        calibration: Calibration,
+        meta: dict[str, object],
+    ) -> None:
+        self.members = [
+            [(w.astype(np.float32), b.astype(np.float32)) for w, b in layers] for layers in members
+        ]
+        self.mean = mean.astype(np.float32)
+        self.std = std.astype(np.float32)
+        self.calibration = calibration
+        self.meta = meta
+
+    @property
+    def version(self) -> str:
+        return str(self.meta.get("version", "unknown"))
+
+    def score_features(self, features: np.ndarray) -> np.ndarray:
+        """P(same question) for a (n, d) feature matrix."""
+        scaled = (np.atleast_2d(features).astype(np.float32) - self.mean) / self.std
+        total = np.zeros(len(scaled), dtype=np.float32)
+        for layers in self.members:
+            x = scaled
+            for i, (w, b) in enumerate(layers):
+                x = x @ w + b
+                if i < len(layers) - 1:
+                    x = np.maximum(x, 0.0)
+            total += 1.0 / (1.0 + np.exp(-np.clip(x[:, 0], -30.0, 30.0)))
+        result: np.ndarray = total / len(self.members)
+        return result
+
+    def score(self, u: np.ndarray, v: np.ndarray, a: str, b: str) -> float:
+        return float(self.score_features(pair_features(u, v, a, b))[0])
+
+    @classmethod
+    def load(cls, folder: Path) -> Verifier:
+        data = np.load(folder / ARTIFACT)
+        meta = json.loads((folder / META).read_text()) if (folder / META).exists() else {}
+        shape = data["shape"]  # (members, layers)
+        members = [
+            [(data[f"m{j}w{i}"], data[f"m{j}b{i}"]) for i in range(int(shape[1]))]
+            for j in range(int(shape[0]))
+        ]
+        calibration = Calibration(data["cal_scores"], data["cal_precision"])
+        return cls(members, data["mean"], data["std"], calibration, meta)
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, np.ndarray] = {
+            "shape": np.array([len(self.members), len(self.members[0])]),
+            "mean": self.mean,
+            "std": self.std,
+            "cal_scores": self.calibration.scores.astype(np.float32),
+            "cal_precision": self.calibration.precision.astype(np.float32),
+        }
+        for j, layers in enumerate(self.members):
+            for i, (w, b) in enumerate(layers):
+                arrays[f"m{j}w{i}"] = w
+                arrays[f"m{j}b{i}"] = b
+        np.savez(folder / ARTIFACT, **arrays)  # type: ignore[arg-type]
+        (folder / META).write_text(json.dumps(self.meta, indent=2) + "\n")
+
+
+def calibrate(scores: np.ndarray, labels: np.ndarray) -> Calibration:
+    """Precision of serving every pair at or above each score (held-out pairs)."""
+    order = np.argsort(-scores, kind="stable")
+    s, y = scores[order], labels[order].astype(np.float64)
+    precision = np.cumsum(y) / np.arange(1, len(y) + 1)
+    # Ascending scores; enforce monotone precision so thresholds are well defined.
+    s, precision = s[::-1], precision[::-1]
+    precision = np.minimum.accumulate(precision[::-1])[::-1]
+    return Calibration(s.astype(np.float32), precision.astype(np.float32))
