@@ -11,6 +11,7 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.responses import JSONResponse, StreamingResponse
 
@@ -66,7 +67,7 @@ async def text_events(
     id: str,
     model: str,
     include_usage: bool,
-    finish: Callable[[], tuple[str, dict[str, int] | None]],
+    finish: Callable[[], tuple[str, dict[str, Any] | None]],
     on_error: Callable[[BaseException], Awaitable[str]],
 ) -> AsyncGenerator[bytes, None]:
     """SSE events for an answer produced as text deltas (edge model, cache).
@@ -106,7 +107,7 @@ async def once(text: str) -> AsyncGenerator[str, None]:
 
 
 def observe(
-    m: EdgeMetrics, meta: Meta, usage: dict[str, int] | None, *, done: bool = False
+    m: EdgeMetrics, meta: Meta, usage: dict[str, Any] | None, *, done: bool = False
 ) -> None:
     """Record first-byte metrics once (done=False) and end-of-answer metrics (usage, duration)."""
     elapsed = time.perf_counter() - meta.started

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from edge import cache_admin
 from edge.cache import SemanticCache
+from edge.cache_match import load_matcher
 from edge.chat import chat_completions
 from edge.core_client import CorePool, Timeouts
 from edge.embedder import BatchingEmbedder, Embedder
@@ -177,7 +178,8 @@ def create_app(settings: EdgeSettings) -> Starlette:
                 index=settings.cache_index,
                 dim=embedder.dim,
                 ttl_s=settings.cache_ttl_s,
-                min_similarity=settings.cache_min_similarity,
+                top_k=settings.cache_top_k,
+                floor=settings.cache_candidate_floor,
                 retry_after_s=settings.retry_after_s,
             )
         core = CorePool(
@@ -202,7 +204,16 @@ def create_app(settings: EdgeSettings) -> Starlette:
             metrics.edge_model_waiting.set_function(lambda: local.waiting)
             metrics.edge_model_cancelled.set_function(lambda: local.cancelled)
         svc = EdgeServices(
-            settings, router, metrics, core, embedder, cache, local, keys, Limiter(redis)
+            settings,
+            router,
+            metrics,
+            core,
+            embedder,
+            cache,
+            local,
+            keys,
+            Limiter(redis),
+            load_matcher(settings),
         )
         app.state.edge = svc
         app.state.openapi = openapi(

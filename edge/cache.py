@@ -2,8 +2,10 @@
 
 Entries are hashes with TAG fields for the hard partition and the conversation context;
 a lookup is a KNN query pre-filtered by both, so an answer never crosses a partition.
-TTL is absolute: hits do not extend it. A Redis failure never fails a request: the cache
-reports a miss and stays bypassed for a short back-off.
+Which neighbour (if any) is served is decided by ``edge.cache_match``; each entry keeps its
+own short history of verified outcomes for that. TTL is absolute: hits do not extend it.
+A Redis failure never fails a request: the cache reports a miss and stays bypassed for a
+short back-off.
 """
 
 from __future__ import annotations
@@ -22,17 +24,34 @@ from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.commands.search.query import Query
 from redis.exceptions import RedisError, ResponseError
 
+from edge.cache_match import Candidate
+
 log = logging.getLogger("edgecore.edge.cache")
+
+# Append one (score, right) observation to an entry, keeping the newest ARGV[3]. An entry
+# that expired meanwhile is left alone: HSET would recreate it without a TTL.
+_OBSERVE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local raw = redis.call('HGET', KEYS[1], 'obs')
+local obs = {}
+if raw and raw ~= '' and raw ~= '[]' then obs = cjson.decode(raw) end
+table.insert(obs, {tonumber(ARGV[1]), tonumber(ARGV[2])})
+while #obs > tonumber(ARGV[3]) do table.remove(obs, 1) end
+redis.call('HSET', KEYS[1], 'obs', cjson.encode(obs))
+return #obs
+"""
+MAX_OBSERVATIONS = 32
 
 
 @dataclass(frozen=True)
 class CachedAnswer:
     content: str
     finish_reason: str
-    usage: dict[str, int] | None
+    usage: dict[str, Any] | None
     model: str
     similarity: float = 1.0
     entry_id: str = ""
+    prompt: str = ""
 
 
 class CacheUnavailable(Exception):
@@ -47,7 +66,8 @@ class SemanticCache:
         index: str,
         dim: int,
         ttl_s: int,
-        min_similarity: float,
+        top_k: int = 4,
+        floor: float = 0.80,
         retry_after_s: float = 5.0,
     ) -> None:
         self.redis = redis
@@ -55,7 +75,9 @@ class SemanticCache:
         self.prefix = f"{index}:e:"
         self.dim = dim
         self.ttl_s = ttl_s
-        self.min_similarity = min_similarity
+        self.top_k = top_k
+        self.floor = floor
+        self._observe = redis.register_script(_OBSERVE)
         self.retry_after_s = retry_after_s
         self._index_ready = False
         self._down_until = 0.0
@@ -101,14 +123,19 @@ class SemanticCache:
 
     async def lookup(
         self, vector: np.ndarray, *, partition: str, context: str
-    ) -> CachedAnswer | None:
+    ) -> list[tuple[Candidate, CachedAnswer]]:
+        """The nearest entries in this partition and context, closest first.
+
+        Neighbours above the cosine floor also carry their vector and history (one pipelined
+        HMGET: search results cannot carry binary fields intact) for the verifier.
+        """
         if not self.available:
             raise CacheUnavailable("in back-off")
         query = (
-            Query(f"(@part:{{{partition}}} @ctx:{{{context}}})=>[KNN 1 @vec $v AS dist]")
-            .return_fields("content", "finish_reason", "usage", "model", "dist")
+            Query(f"(@part:{{{partition}}} @ctx:{{{context}}})=>[KNN {self.top_k} @vec $v AS dist]")
+            .return_fields("content", "finish_reason", "usage", "model", "prompt", "dist")
             .sort_by("dist")
-            .paging(0, 1)
+            .paging(0, self.top_k)
             .dialect(2)
         )
         try:
@@ -116,23 +143,52 @@ class SemanticCache:
             result = await self.redis.ft(self.index).search(
                 query, query_params={"v": _as_bytes(vector)}
             )
+            docs: list[Any] = getattr(result, "docs", [])
+            close = [d for d in docs if 1.0 - float(d.dist) >= self.floor]
+            extra: list[list[bytes | None]] = []
+            if close:
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for doc in close:
+                        pipe.hmget(doc.id, ["vec", "obs"])
+                    extra = await pipe.execute()
         except (RedisError, OSError) as exc:
             raise self._failed(exc) from exc
-        docs: list[Any] = getattr(result, "docs", [])
-        if not docs:
-            return None
-        doc = docs[0]
-        similarity = 1.0 - float(doc.dist)
-        if similarity < self.min_similarity:
-            return None
-        return CachedAnswer(
-            content=doc.content,
-            finish_reason=doc.finish_reason,
-            usage=json.loads(doc.usage) if doc.usage else None,
-            model=doc.model,
-            similarity=similarity,
-            entry_id=doc.id.removeprefix(self.prefix),
-        )
+        details = {doc.id: fields for doc, fields in zip(close, extra, strict=True)}
+        found: list[tuple[Candidate, CachedAnswer]] = []
+        for doc in docs:
+            similarity = 1.0 - float(doc.dist)
+            entry_id = doc.id.removeprefix(self.prefix)
+            raw_vec, raw_obs = details.get(doc.id, (None, None))
+            candidate = Candidate(
+                entry_id=entry_id,
+                cosine=similarity,
+                prompt=getattr(doc, "prompt", "") or "",
+                vector=np.frombuffer(raw_vec, dtype=np.float32) if raw_vec else None,
+                observations=_observations(raw_obs),
+            )
+            answer = CachedAnswer(
+                content=doc.content,
+                finish_reason=doc.finish_reason,
+                usage=json.loads(doc.usage) if doc.usage else None,
+                model=doc.model,
+                similarity=similarity,
+                entry_id=entry_id,
+                prompt=candidate.prompt,
+            )
+            found.append((candidate, answer))
+        return found
+
+    async def observe(self, entry_id: str, score: float, right: bool) -> None:
+        """Record whether serving this entry at ``score`` would have been right."""
+        if not self.available:
+            return
+        try:
+            await self._observe(
+                keys=[self.prefix + entry_id],
+                args=[round(score, 4), int(right), MAX_OBSERVATIONS],
+            )
+        except (RedisError, OSError) as exc:
+            raise self._failed(exc) from exc
 
     def tenant_set(self, tenant: str) -> str:
         """A sorted set of the tenant's entry keys by creation time (cap and eviction)."""
@@ -161,6 +217,8 @@ class SemanticCache:
             "finish_reason": answer.finish_reason,
             "usage": json.dumps(answer.usage) if answer.usage else "",
             "model": answer.model,
+            "prompt": answer.prompt,
+            "obs": "[]",
             "created": int(now),
         }
         members = self.tenant_set(tenant)
@@ -181,6 +239,14 @@ class SemanticCache:
                     await self.redis.delete(*[member for member, _ in evicted])
         except (RedisError, OSError) as exc:
             raise self._failed(exc) from exc
+
+
+def _observations(raw: bytes | None) -> tuple[tuple[float, bool], ...]:
+    try:
+        pairs = json.loads(raw) if raw else []
+        return tuple((float(score), bool(right)) for score, right in pairs)
+    except (ValueError, TypeError):  # a corrupt history only costs the adaptation
+        return ()
 
 
 def _as_bytes(vector: np.ndarray) -> bytes:

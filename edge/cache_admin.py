@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from edge.cache import SemanticCache
+from edge.cache_match import Matcher
 from edge.state import EdgeServices
 from edge.tenants import hash_key
 from shared.errors import ApiError, from_validation_error
@@ -84,7 +85,7 @@ async def _tenants_of(cache: SemanticCache, keys: list[str]) -> list[str]:
     return [v.decode() if isinstance(v, bytes) else (v or "") for v in values]
 
 
-async def stats(cache: SemanticCache) -> dict[str, Any]:
+async def stats(cache: SemanticCache, matcher: Matcher) -> dict[str, Any]:
     await cache.ensure_index()
     info = await cache.redis.ft(cache.index).info()  # type: ignore[no-untyped-call]
     by_tenant: dict[str, int] = {}
@@ -102,7 +103,12 @@ async def stats(cache: SemanticCache) -> dict[str, Any]:
         "entries": int(info.get("num_docs", 0)),
         "by_tenant": by_tenant,
         "ttl_s": cache.ttl_s,
-        "min_similarity": cache.min_similarity,
+        "matching": {
+            "verifier": matcher.verifier.version if matcher.verifier else None,
+            "false_hit_budget": matcher.policy.delta,
+            "threshold": matcher.threshold,
+            "candidate_floor": matcher.policy.floor,
+        },
     }
 
 
@@ -122,7 +128,7 @@ def _authorize(request: Request) -> SemanticCache:
 async def _stats(request: Request) -> Response:
     cache = _authorize(request)
     try:
-        return JSONResponse(await stats(cache))
+        return JSONResponse(await stats(cache, request.app.state.edge.matcher))
     except RedisError as exc:
         raise ApiError(503, f"Redis unavailable: {exc}", code="redis_unavailable") from None
 

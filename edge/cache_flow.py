@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from starlette.datastructures import Headers
@@ -14,6 +16,7 @@ from starlette.responses import Response
 from edge import cache_key
 from edge.answers import Meta, json_answer, observe, once, sse_answer, text_events
 from edge.cache import CachedAnswer, CacheUnavailable
+from edge.cache_match import Match, normalize
 from edge.state import EdgeServices
 from shared import completions
 from shared.schemas import ChatCompletionRequest
@@ -25,9 +28,13 @@ class CacheProbe:
     partition: str
     context: str
     lookup: bool
+    text: str = ""  # the last message: what the verifier compares
     tenant: str = "default"
     max_entries: int = 10_000
     hit: CachedAnswer | None = None
+    # A verified neighbour that was not served: the fresh answer will tell if it was right.
+    candidate: CachedAnswer | None = None
+    match: Match | None = None
 
 
 def _cache_directive(headers: Headers) -> str:
@@ -44,15 +51,22 @@ def _cache_directive(headers: Headers) -> str:
 
 
 def cache_directive(
-    svc: EdgeServices, req: ChatCompletionRequest, headers: Headers, meta: Meta
+    svc: EdgeServices,
+    req: ChatCompletionRequest,
+    headers: Headers,
+    meta: Meta,
+    *,
+    nondeterministic: bool = False,
 ) -> str | None:
-    """'on' or 'refresh' when this request may use the cache, else None (recorded)."""
+    """'on' or 'refresh' when this request may use the cache, else None (recorded).
+
+    ``nondeterministic``: the tenant opted in to caching sampled (temperature > 0) answers.
+    """
     if svc.cache is None or svc.embedder is None:
         return None
     directive = _cache_directive(headers)
-    if directive == "off" or not cache_key.is_cacheable(
-        req, only_deterministic=svc.settings.cache_only_deterministic
-    ):
+    only_deterministic = svc.settings.cache_only_deterministic and not nondeterministic
+    if directive == "off" or not cache_key.is_cacheable(req, only_deterministic=only_deterministic):
         meta.cache = "bypass"
         svc.metrics.cache.labels("bypass").inc()
         return None
@@ -96,26 +110,54 @@ async def cache_probe(
         partition=cache_key.partition_key(req, tenant=tenant, embedder_id=svc.embedder.model_id),
         context=cache_key.context_key(req.messages),
         lookup=directive == "on",
+        text=req.messages[-1].text(),
         tenant=tenant,
         max_entries=max_entries,
     )
     if not probe.lookup:
         meta.cache = "refresh"
         return probe
+    m = svc.metrics
+    t = time.perf_counter()
     try:
-        probe.hit = await asyncio.wait_for(
+        found = await asyncio.wait_for(
             svc.cache.lookup(vector, partition=probe.partition, context=probe.context),
             s.redis_timeout_s,
         )
     except (TimeoutError, CacheUnavailable):
         meta.cache = "error"
-        svc.metrics.cache.labels("error").inc()
+        m.cache.labels("error").inc()
         return None
+    match = svc.matcher.decide(vector, probe.text, [c for c, _ in found], draw=random.random())
+    m.cache_lookup_seconds.observe(time.perf_counter() - t)
+    m.cache_match.labels(match.reason).inc()
+    if found:
+        m.cache_candidate_similarity.observe(found[0][0].cosine)
+    if match.reason in ("verified", "rejected", "explore"):
+        m.cache_verifier_score.labels(match.reason).observe(match.score)
+    answers = {c.entry_id: a for c, a in found}
+    if match.candidate is not None:
+        answer = answers[match.candidate.entry_id]
+        if match.serve:
+            probe.hit = answer
+            meta.extra_headers["x-edgecore-cache-match"] = f"{match.reason} {match.score:.3f}"
+        elif match.reason in ("rejected", "explore"):
+            probe.candidate, probe.match = answer, match
     meta.cache = "hit" if probe.hit else "miss"
-    svc.metrics.cache.labels(meta.cache).inc()
+    m.cache.labels(meta.cache).inc()
     if probe.hit:
-        svc.metrics.cache_similarity.observe(probe.hit.similarity)
+        m.cache_similarity.observe(probe.hit.similarity)
     return probe
+
+
+async def _agrees(svc: EdgeServices, cached: str, fresh: str) -> bool:
+    """Would serving the cached answer have been right? Compared with the fresh one."""
+    if normalize(cached) == normalize(fresh):
+        return True
+    if svc.embedder is None:
+        return False
+    a, b = await asyncio.gather(svc.embedder.embed(cached), svc.embedder.embed(fresh))
+    return float(np.dot(a, b)) >= svc.settings.cache_answer_agreement
 
 
 def remember(
@@ -123,16 +165,28 @@ def remember(
     probe: CacheProbe | None,
     content: str,
     finish_reason: str | None,
-    usage: dict[str, int] | None,
+    usage: dict[str, Any] | None,
     model: str,
 ) -> None:
     if probe is None or svc.cache is None or finish_reason != "stop" or not content:
         return
     cache = svc.cache
-    answer = CachedAnswer(content=content, finish_reason=finish_reason, usage=usage, model=model)
+    answer = CachedAnswer(
+        content=content, finish_reason=finish_reason, usage=usage, model=model, prompt=probe.text
+    )
+    timeout = svc.settings.redis_timeout_s * 4
 
     async def store() -> None:
         with contextlib.suppress(CacheUnavailable, asyncio.TimeoutError):
+            candidate, match = probe.candidate, probe.match
+            if candidate is not None and match is not None:
+                agreed = await _agrees(svc, candidate.content, content)
+                svc.metrics.cache_feedback.labels(str(agreed).lower()).inc()
+                await asyncio.wait_for(
+                    cache.observe(candidate.entry_id, match.score, agreed), timeout
+                )
+                if agreed:  # the neighbour already holds this answer: no duplicate entry
+                    return
             await asyncio.wait_for(
                 cache.store(
                     probe.vector,
@@ -142,7 +196,7 @@ def remember(
                     tenant=probe.tenant,
                     max_entries=probe.max_entries,
                 ),
-                svc.settings.redis_timeout_s * 4,
+                timeout,
             )
 
     svc.spawn(store())
@@ -154,14 +208,15 @@ def from_cache(
     cid = completions.new_id()
     meta.extra_headers["x-edgecore-cache-similarity"] = f"{hit.similarity:.4f}"
     meta.extra_headers["x-edgecore-cache-entry"] = hit.entry_id  # for /admin/cache
-    observe(svc.metrics, meta, hit.usage)
+    usage = completions.cached_usage(hit.usage)
+    observe(svc.metrics, meta, usage)
     if not req.stream:
         body = completions.completion(
             id=cid,
             model=hit.model,
             content=hit.content,
             finish_reason=hit.finish_reason,
-            usage=hit.usage,
+            usage=usage,
         )
         return json_answer(body, meta)
 
@@ -173,7 +228,7 @@ def from_cache(
         id=cid,
         model=hit.model,
         include_usage=req.include_usage,
-        finish=lambda: (hit.finish_reason, hit.usage),
+        finish=lambda: (hit.finish_reason, usage),
         on_error=on_error,
     )
     return sse_answer(events, meta)

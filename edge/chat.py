@@ -113,7 +113,13 @@ async def _handle(
     policy = tenant.route_policy
     ruled = rule(req, svc.router.rules, policy)  # unknown models fail here, before any work
 
-    directive = cache_directive(svc, req, request.headers, meta) if tenant.cache else None
+    directive = (
+        cache_directive(
+            svc, req, request.headers, meta, nondeterministic=tenant.cache_nondeterministic
+        )
+        if tenant.cache
+        else None
+    )
     needs_vector = directive is not None or (ruled is None and svc.router.needs_embedding)
     vector = await embed(svc, req) if needs_vector else None
     max_entries = tenant.cache_max_entries or s.cache_max_entries_per_tenant

@@ -27,6 +27,11 @@ class EdgeMetrics:
     tokens: Counter
     cache: Counter
     cache_similarity: Histogram
+    cache_candidate_similarity: Histogram
+    cache_verifier_score: Histogram
+    cache_lookup_seconds: Histogram
+    cache_match: Counter
+    cache_feedback: Counter
     embed_seconds: Histogram
     route: Counter
     route_score: Histogram
@@ -81,6 +86,33 @@ class EdgeMetrics:
             cache_similarity=Histogram(
                 "edgecore_cache_hit_similarity", "Cosine similarity of served cache hits.",
                 buckets=(0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 1.0), registry=r,
+            ),
+            cache_candidate_similarity=Histogram(
+                "edgecore_cache_candidate_similarity",
+                "Cosine similarity of the nearest entry in the partition, per lookup.",
+                buckets=(0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 1.0), registry=r,
+            ),
+            cache_verifier_score=Histogram(
+                "edgecore_cache_verifier_score",
+                "Verifier P(same question) of the best candidate, by match decision.",
+                ["decision"],
+                buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0), registry=r,
+            ),
+            cache_lookup_seconds=Histogram(
+                "edgecore_cache_lookup_seconds",
+                "Cache lookup: Redis KNN, candidate fetch and verification.",
+                buckets=_LATENCY, registry=r,
+            ),
+            cache_match=Counter(
+                "edgecore_cache_match_decisions",
+                "Match decisions: exact, verified, cosine (served); rejected, below_floor, "
+                "explore, none (not served).",
+                ["reason"], registry=r,
+            ),
+            cache_feedback=Counter(
+                "edgecore_cache_feedback",
+                "Unserved candidates checked against the fresh answer (agreed: a hit was right).",
+                ["agreed"], registry=r,
             ),
             embed_seconds=Histogram(
                 "edgecore_embed_seconds", "Embedding latency per request (queue included).",

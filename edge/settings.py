@@ -70,7 +70,28 @@ class EdgeSettings(BaseSettings):
         default_factory=list,
         description="SHA-256 hashes (sha256:...) of keys for /admin/*; empty: admin API off.",
     )
-    cache_min_similarity: float = Field(default=0.95, ge=0.0, le=1.0)
+    cache_min_similarity: float = Field(
+        default=0.95, ge=0.0, le=1.0, description="Cosine threshold only when no verifier."
+    )
+    cache_top_k: int = Field(default=4, ge=1, le=64, description="Neighbours verified.")
+    cache_candidate_floor: float = Field(
+        default=0.80, ge=0.0, le=1.0, description="Neighbours below this cosine are not verified."
+    )
+    cache_false_hit_budget: float = Field(
+        default=0.05,
+        gt=0.0,
+        lt=1.0,
+        description="Target share of wrong answers among cache hits (delta); sets the threshold.",
+    )
+    cache_prior_strength: float = Field(
+        default=20.0, gt=0.0, description="How many observations the verifier's prior is worth."
+    )
+    cache_explore_rate: float = Field(
+        default=0.05, ge=0.0, le=1.0, description="Share of new hits re-asked to learn from."
+    )
+    cache_answer_agreement: float = Field(
+        default=0.90, ge=0.0, le=1.0, description="Answer cosine that counts a hit as right."
+    )
     cache_ttl_s: int = Field(default=3600, ge=1)
     cache_only_deterministic: bool = Field(
         default=True, description="Cache only temperature-0 requests (others vary by design)."
@@ -152,6 +173,9 @@ class EdgeSettings(BaseSettings):
 
     def router_dir(self) -> Path:
         return self.models_dir / "router"
+
+    def verifier_dir(self) -> Path:
+        return self.models_dir / "verifier"
 
     def embed_model_dir(self) -> Path:
         return self.models_dir / "all-minilm-l6-v2-onnx"

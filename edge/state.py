@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edge.cache import SemanticCache
+from edge.cache_match import Matcher
 from edge.core_client import CorePool
 from edge.embedder import BatchingEmbedder
 from edge.limits import Limiter
@@ -33,6 +34,7 @@ class EdgeServices:
     local: LocalModel | None
     keys: KeyStore
     limiter: Limiter
+    matcher: Matcher
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:

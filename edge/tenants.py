@@ -40,6 +40,7 @@ class Tenant(BaseModel):
     keys: tuple[str, ...] = ()
     route_policy: Literal["auto", "edge", "core"] = "auto"
     cache: bool = True
+    cache_nondeterministic: bool = False  # also cache sampled (temperature > 0) answers
     cache_max_entries: int | None = Field(default=None, ge=1)
     models: frozenset[str] | None = None
     degrade: Literal["edge", "503"] | None = None

@@ -21,13 +21,32 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
+def cached_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Usage of an answer served from the cache: every token is marked as cached.
+
+    ``prompt_tokens_details.cached_tokens`` is OpenAI's own field; the same field under
+    ``completion_tokens_details`` is edgecore's, since no model generated those tokens.
+    """
+    if not usage:
+        return usage
+    prompt = int(usage.get("prompt_tokens", 0))
+    completion = int(usage.get("completion_tokens", 0))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": prompt},
+        "completion_tokens_details": {"cached_tokens": completion},
+    }
+
+
 def completion(
     *,
     id: str,
     model: str,
     content: str,
     finish_reason: str,
-    usage: dict[str, int] | None,
+    usage: dict[str, Any] | None,
     created: int | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
@@ -56,7 +75,7 @@ def chunk(
     created: int,
     delta: dict[str, Any] | None = None,
     finish_reason: str | None = None,
-    usage: dict[str, int] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One ``chat.completion.chunk``; ``delta=None`` makes the final usage-only chunk."""
     body: dict[str, Any] = {
@@ -84,7 +103,7 @@ class StreamAccumulator:
 
     parts: list[str] = field(default_factory=list)
     finish_reason: str | None = None
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
     error: bool = False
     tool_calls: bool = False
     done: bool = False
