@@ -43,6 +43,29 @@ def cmd_eval_router(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_cache(args: argparse.Namespace) -> int:
+    from edge.cache_eval import report, run
+    from edge.cache_match import load_matcher
+    from edge.embedder import Embedder
+    from edge.settings import EdgeSettings
+
+    settings = EdgeSettings()  # EDGECORE_EDGE_* apply, as at the edge
+    update: dict[str, object] = {"models_dir": args.models_dir or args.home / "models"}
+    if args.false_hit_budget is not None:
+        update["cache_false_hit_budget"] = args.false_hit_budget
+    settings = settings.model_copy(update=update)
+    embedder = Embedder(settings.embed_model_dir(), threads=args.threads)
+    try:
+        result = run(args.pairs, args.limit, embedder, load_matcher(settings), args.json)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(report(result))
+    if args.json:
+        print(f"wrote {args.json}")
+    return 0
+
+
 def cmd_keys_add(args: argparse.Namespace) -> int:
     from edge.tenants import add_key
 
@@ -130,6 +153,18 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", type=Path, default=None, help="write the result here")
     ev.add_argument("--models-dir", type=Path, default=None)
     ev.set_defaults(func=cmd_eval_router)
+    ec = evals.add_parser("cache", help="precision/recall of the cache's match decision on pairs")
+    ec.add_argument(
+        "--pairs", type=Path, required=True, help='JSON lines {"text_a","text_b","label"}'
+    )
+    ec.add_argument("--limit", type=int, default=None, help="only the first N pairs")
+    ec.add_argument("--json", type=Path, default=None, help="write the result here")
+    ec.add_argument(
+        "--false-hit-budget", type=float, default=None, help="delta (default: settings)"
+    )
+    ec.add_argument("--threads", type=int, default=2)
+    ec.add_argument("--models-dir", type=Path, default=None)
+    ec.set_defaults(func=cmd_eval_cache)
 
     keys = sub.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
     keys_add = keys.add_parser("add", help="create an API key for a tenant")

@@ -139,6 +139,18 @@ def trained_router(models_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def trained_verifier(models_dir: Path) -> Path:
+    """The cache verifier, trained from ../shared/data at prepare time (skip without it)."""
+    folder = models_dir / "verifier"
+    if not (folder / "verifier.npz").exists():
+        pytest.skip(
+            f"no cache verifier in {folder}: ../shared/data/cache was absent when the models "
+            "were prepared, so the edge matches by cosine alone"
+        )
+    return folder
+
+
+@pytest.fixture(scope="session")
 def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("logs")
 
@@ -239,6 +251,7 @@ class Keys:
     edge_only: str  # tenant "edge-only": may use the edge model only
     fuzz: str  # tenant "fuzz": auto and the edge model (the fuzzed edge has no core)
     capped: str  # tenant "capped": at most 2 cache entries
+    sampled: str  # tenant "sampled": opted in to caching temperature > 0 answers
     admin: str  # an admin key (not a tenant key)
 
     def auth(self, key: str | None = None) -> dict[str, str]:
@@ -250,7 +263,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
     from edge.tenants import add_key, dump_keys_file, load_keys_file, new_key
 
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
-    names = ("alpha", "beta", "limited", "edge-only", "fuzz", "capped")
+    names = ("alpha", "beta", "limited", "edge-only", "fuzz", "capped", "sampled")
     plain = {name: add_key(path, name) for name in names}
     tenants = load_keys_file(path)
     tenants["limited"] = tenants["limited"].model_copy(update={"requests_per_minute": 3})
@@ -261,10 +274,11 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
         update={"models": frozenset({"auto", "edge-smollm2-135m"})}
     )
     tenants["capped"] = tenants["capped"].model_copy(update={"cache_max_entries": 2})
+    tenants["sampled"] = tenants["sampled"].model_copy(update={"cache_nondeterministic": True})
     path.write_text(dump_keys_file(tenants))
     return Keys(
         path, plain["alpha"], plain["beta"], plain["limited"], plain["edge-only"], plain["fuzz"],
-        plain["capped"], new_key(),
+        plain["capped"], plain["sampled"], new_key(),
     )  # fmt: skip
 
 

@@ -1,0 +1,178 @@
+"""The cache's match decision (pure), the verifier's features and the eval CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge.cache_eval import load_pairs
+from edge.cache_match import Candidate, Matcher, MatchPolicy, confidence
+from edge.verifier import LEXICAL, Calibration, Verifier, calibrate, lexical_features
+from shared.completions import cached_usage
+
+DIM = 4
+
+
+def unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def cosine_verifier() -> Verifier:
+    """A stand-in verifier whose score rises with the cosine feature only."""
+    n = 2 * DIM + len(LEXICAL)
+    w = np.zeros((n, 1), dtype=np.float32)
+    w[2 * DIM + LEXICAL.index("cosine"), 0] = 40.0
+    b = np.array([-36.0], dtype=np.float32)  # P = 0.5 at cosine 0.9
+    scores = np.linspace(0.0, 1.0, 101, dtype=np.float32)
+    calibration = Calibration(scores, np.clip(scores, 0.5, 1.0))  # precision == score
+    return Verifier([[(w, b)]], np.zeros(n), np.ones(n), calibration, {"version": "test"})
+
+
+def candidate(cos: float, prompt: str = "cached?", obs: tuple[tuple[float, bool], ...] = ()):  # type: ignore[no-untyped-def]
+    q = unit(1, 0, 0, 0)
+    other = unit(cos, float(np.sqrt(1 - cos * cos)), 0, 0)
+    return q, Candidate("e1", float(q @ other), prompt, other, obs)
+
+
+def test_below_floor_is_never_verified() -> None:
+    m = Matcher(cosine_verifier(), MatchPolicy(floor=0.8))
+    q, c = candidate(0.7)
+    match = m.decide(q, "asked?", [c])
+    assert (match.serve, match.reason) == (False, "below_floor")
+
+
+def test_same_words_are_served_without_the_verifier() -> None:
+    m = Matcher(cosine_verifier(), MatchPolicy())
+    q, c = candidate(0.85, prompt="What is  Redis?")
+    assert m.decide(q, "what is redis?", [c]).reason == "exact"
+
+
+def test_delta_sets_the_threshold_and_history_moves_it() -> None:
+    m = Matcher(cosine_verifier(), MatchPolicy(delta=0.05, prior_strength=20))
+    q, c = candidate(0.99)  # verifier score ~0.98 > 0.95
+    assert m.decide(q, "asked?", [c]).serve
+    # The entry was once wrong at a higher score: it is not served at this one any more.
+    _, wrong = candidate(0.99, obs=((0.999, False),))
+    assert m.decide(q, "asked?", [wrong]).reason == "rejected"
+    # An entry confirmed many times at lower scores is served below the global threshold.
+    _, weak = candidate(0.955)  # score 0.9: below the 0.95 the prior needs
+    first = m.decide(q, "asked?", [weak])
+    assert first.reason == "rejected"
+    confirmed = Candidate(weak.entry_id, weak.cosine, weak.prompt, weak.vector,
+                          tuple((first.score - 0.01, True) for _ in range(30)))  # fmt: skip
+    assert m.decide(q, "asked?", [confirmed]).serve
+
+
+def test_exploration_shrinks_with_history() -> None:
+    m = Matcher(cosine_verifier(), MatchPolicy(explore_rate=0.5, prior_strength=10))
+    q, c = candidate(0.99)
+    assert m.decide(q, "asked?", [c], draw=0.4).reason == "explore"
+    _, seen = candidate(0.99, obs=tuple((0.9, True) for _ in range(30)))
+    assert m.decide(q, "asked?", [seen], draw=0.4).reason == "verified"
+
+
+def test_without_a_verifier_cosine_decides() -> None:
+    m = Matcher(None, MatchPolicy(min_similarity=0.95))
+    q, c = candidate(0.96)
+    assert m.decide(q, "asked?", [c]).reason == "cosine"
+    q, c = candidate(0.9)
+    assert not m.decide(q, "asked?", [c]).serve
+
+
+def test_confidence_counts_monotone_evidence_only() -> None:
+    # A right answer at a higher score says nothing about this one; a wrong one at a
+    # lower score neither.
+    assert confidence(0.8, 0.9, [(0.95, True), (0.5, False)], 10) == pytest.approx(0.9)
+    assert confidence(0.8, 0.9, [(0.7, True)], 10) > 0.9
+    assert confidence(0.8, 0.9, [(0.85, False)], 10) < 0.9
+
+
+def test_calibration_threshold_is_monotone() -> None:
+    scores = np.array([0.1, 0.2, 0.9, 0.95, 0.3, 0.99])
+    labels = np.array([0, 0, 1, 1, 1, 1])
+    cal = calibrate(scores, labels)
+    assert np.all(np.diff(cal.precision) >= 0)
+    assert cal.threshold(0.0) == pytest.approx(0.3)
+    assert cal.threshold(0.5) <= cal.threshold(0.0)
+
+
+def features(a: str, b: str, cosine: float) -> dict[str, float]:
+    return dict(zip(LEXICAL, lexical_features(a, b, cosine), strict=True))
+
+
+def test_lexical_checks_catch_what_embeddings_miss() -> None:
+    assert features("Is it safe to swim?", "Is it not safe to swim?", 0.95)["negation_differs"]
+    assert features("Best laptop in 2023?", "Best laptop in 2024?", 0.97)["numbers_differ"]
+    assert features("Why is Python slow?", "How is Python slow?", 0.9)["qword_differs"]
+    assert features("Who is Obama?", "Who is Trump?", 0.8)["names_differ"]
+
+
+def test_cached_usage_marks_every_token() -> None:
+    u = cached_usage({"prompt_tokens": 12, "completion_tokens": 30, "total_tokens": 42})
+    assert u is not None
+    assert u["total_tokens"] == 42
+    assert u["prompt_tokens_details"] == {"cached_tokens": 12}
+    assert u["completion_tokens_details"] == {"cached_tokens": 30}
+    assert cached_usage(None) is None
+
+
+def test_pairs_file_errors_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"text_a": "a", "text_b": "b", "label": 1}\n{"text_a": "a"}\n')
+    with pytest.raises(ValueError, match=r"pairs\.jsonl:2"):
+        load_pairs(path)
+    assert len(load_pairs(path, limit=1)) == 1
+
+
+def test_real_verifier_rejects_a_negation(models_dir: Path, trained_verifier: Path) -> None:
+    from edge.embedder import Embedder
+
+    emb = Embedder(models_dir / "all-minilm-l6-v2-onnx")
+    m = Matcher(Verifier.load(trained_verifier), MatchPolicy())
+    pairs = [
+        (
+            "Is it safe to drink tap water in Mexico?",
+            "Is it not safe to drink tap water in Mexico?",
+        ),
+        ("Does coffee cause cancer?", "Does coffee not cause cancer?"),
+        ("Why is the sky blue?", "Why is the sky not blue?"),
+        ("What was the population of Paris in 1990?", "What was the population of Paris in 2020?"),
+    ]
+    for cached, asked in pairs:
+        a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
+        match = m.decide(b, asked, [Candidate("e", float(a @ b), cached, a)])
+        assert not match.serve, (cached, asked, match)
+        assert float(a @ b) > 0.85  # a cosine threshold would be tempted
+
+
+def test_eval_cli_runs_on_any_pairs_file(tmp_path: Path, models_dir: Path) -> None:
+    pairs = tmp_path / "mine.jsonl"
+    rows = [
+        {"text_a": "How do I reset my password?", "text_b": "how do I reset my password?"},
+        {"text_a": "How do I reset my password?", "text_b": "How can I reset my password?"},
+        {"text_a": "Is coffee bad for you?", "text_b": "Is coffee not bad for you?", "label": 0},
+        {"text_a": "Capital of France?", "text_b": "Capital of Spain?", "label": 0},
+    ]
+    for row in rows:
+        row.setdefault("label", 1)
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "shared.cli", "eval", "cache", "--pairs", str(pairs),
+         "--json", str(out), "--models-dir", str(models_dir), "--threads", "1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    for key in ("precision", "recall", "false_hit_rate", "f1", "p50_ms", "p99_ms"):
+        assert key in result["decision"]
+    assert result["decision"]["recall"] >= 0.5  # the identical pair at least
+    assert result["decision"]["false_hit_rate"] == 0.0
+    assert {"threshold", "precision", "recall"} <= set(result["cosine"][0])
+    assert "edgecore decision" in done.stdout
