@@ -10,6 +10,8 @@ short back-off.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import logging
 import time
@@ -24,7 +26,7 @@ from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.commands.search.query import Query
 from redis.exceptions import RedisError, ResponseError
 
-from edge.cache_match import Candidate
+from edge.cache_match import Candidate, normalize
 
 log = logging.getLogger("edgecore.edge.cache")
 
@@ -41,6 +43,18 @@ redis.call('HSET', KEYS[1], 'obs', cjson.encode(obs))
 return #obs
 """
 MAX_OBSERVATIONS = 32
+
+# The same question, word for word, in the same partition and context: one round trip,
+# no embedding. The pointer may outlive an invalidated entry; then the entry is gone and
+# this answers nil.
+_EXACT = """
+local key = redis.call('GET', KEYS[1])
+if not key then return nil end
+local v = redis.call('HMGET', key, 'content', 'finish_reason', 'usage', 'model', 'prompt')
+if not v[1] then return nil end
+return {key, v[1], v[2], v[3], v[4], v[5]}
+"""
+_FIELDS = ("content", "finish_reason", "usage", "model", "prompt", "obs", "vec16", "dist")
 
 
 @dataclass(frozen=True)
@@ -66,7 +80,7 @@ class SemanticCache:
         index: str,
         dim: int,
         ttl_s: int,
-        top_k: int = 4,
+        top_k: int = 1,
         floor: float = 0.80,
         retry_after_s: float = 5.0,
     ) -> None:
@@ -78,6 +92,7 @@ class SemanticCache:
         self.top_k = top_k
         self.floor = floor
         self._observe = redis.register_script(_OBSERVE)
+        self._exact = redis.register_script(_EXACT)
         self.retry_after_s = retry_after_s
         self._index_ready = False
         self._down_until = 0.0
@@ -121,19 +136,43 @@ class SemanticCache:
         except (RedisError, OSError):
             return False
 
+    def exact_key(self, partition: str, context: str, text: str) -> str:
+        digest = hashlib.sha256(f"{partition}|{context}|{normalize(text)}".encode()).hexdigest()
+        return f"{self.index}:x:{digest[:32]}"
+
+    async def lookup_exact(self, *, partition: str, context: str, text: str) -> CachedAnswer | None:
+        """The answer stored for exactly this question (normalised), before any embedding."""
+        if not self.available:
+            raise CacheUnavailable("in back-off")
+        try:
+            found = await self._exact(keys=[self.exact_key(partition, context, text)])
+        except (RedisError, OSError) as exc:
+            raise self._failed(exc) from exc
+        if not found:
+            return None
+        key, content, finish_reason, usage, model, prompt = (_text(v) for v in found)
+        return CachedAnswer(
+            content=content,
+            finish_reason=finish_reason,
+            usage=json.loads(usage) if usage else None,
+            model=model,
+            entry_id=key.removeprefix(self.prefix),
+            prompt=prompt,
+        )
+
     async def lookup(
         self, vector: np.ndarray, *, partition: str, context: str
     ) -> list[tuple[Candidate, CachedAnswer]]:
         """The nearest entries in this partition and context, closest first.
 
-        Neighbours above the cosine floor also carry their vector and history (one pipelined
-        HMGET: search results cannot carry binary fields intact) for the verifier.
+        Each carries what the verifier needs (its question, a float16 copy of its vector,
+        its history) in the same reply: search results cannot carry binary fields intact.
         """
         if not self.available:
             raise CacheUnavailable("in back-off")
         query = (
             Query(f"(@part:{{{partition}}} @ctx:{{{context}}})=>[KNN {self.top_k} @vec $v AS dist]")
-            .return_fields("content", "finish_reason", "usage", "model", "prompt", "dist")
+            .return_fields(*_FIELDS)
             .sort_by("dist")
             .paging(0, self.top_k)
             .dialect(2)
@@ -143,28 +182,19 @@ class SemanticCache:
             result = await self.redis.ft(self.index).search(
                 query, query_params={"v": _as_bytes(vector)}
             )
-            docs: list[Any] = getattr(result, "docs", [])
-            close = [d for d in docs if 1.0 - float(d.dist) >= self.floor]
-            extra: list[list[bytes | None]] = []
-            if close:
-                async with self.redis.pipeline(transaction=False) as pipe:
-                    for doc in close:
-                        pipe.hmget(doc.id, ["vec", "obs"])
-                    extra = await pipe.execute()
         except (RedisError, OSError) as exc:
             raise self._failed(exc) from exc
-        details = {doc.id: fields for doc, fields in zip(close, extra, strict=True)}
         found: list[tuple[Candidate, CachedAnswer]] = []
-        for doc in docs:
+        for doc in getattr(result, "docs", []):
             similarity = 1.0 - float(doc.dist)
             entry_id = doc.id.removeprefix(self.prefix)
-            raw_vec, raw_obs = details.get(doc.id, (None, None))
+            packed = getattr(doc, "vec16", "")
             candidate = Candidate(
                 entry_id=entry_id,
                 cosine=similarity,
                 prompt=getattr(doc, "prompt", "") or "",
-                vector=np.frombuffer(raw_vec, dtype=np.float32) if raw_vec else None,
-                observations=_observations(raw_obs),
+                vector=_unpack(packed) if similarity >= self.floor and packed else None,
+                observations=_observations(getattr(doc, "obs", "")),
             )
             answer = CachedAnswer(
                 content=doc.content,
@@ -210,6 +240,7 @@ class SemanticCache:
         now = time.time()
         mapping: dict[str, bytes | str | int] = {
             "vec": _as_bytes(vector),
+            "vec16": _pack(vector),
             "part": partition,
             "ctx": context,
             "tenant": tenant,
@@ -227,6 +258,7 @@ class SemanticCache:
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]  # redis-py types the key invariantly
                 pipe.expire(key, self.ttl_s)  # absolute TTL: lookups never touch it
+                pipe.set(self.exact_key(partition, context, answer.prompt), key, ex=self.ttl_s)
                 pipe.zadd(members, {key: now})
                 pipe.zremrangebyscore(members, "-inf", now - self.ttl_s)  # expired ones
                 pipe.zcard(members)
@@ -241,7 +273,20 @@ class SemanticCache:
             raise self._failed(exc) from exc
 
 
-def _observations(raw: bytes | None) -> tuple[tuple[float, bool], ...]:
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _pack(vector: np.ndarray) -> str:
+    """float16 is plenty for the verifier's features, and base64 survives text decoding."""
+    return base64.b64encode(np.asarray(vector, dtype=np.float16).tobytes()).decode()
+
+
+def _unpack(packed: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(packed), dtype=np.float16).astype(np.float32)
+
+
+def _observations(raw: bytes | str | None) -> tuple[tuple[float, bool], ...]:
     try:
         pairs = json.loads(raw) if raw else []
         return tuple((float(score), bool(right)) for score, right in pairs)

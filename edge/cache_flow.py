@@ -24,7 +24,7 @@ from shared.schemas import ChatCompletionRequest
 
 @dataclass
 class CacheProbe:
-    vector: np.ndarray
+    vector: np.ndarray | None  # set after the exact-match step, once embedded
     partition: str
     context: str
     lookup: bool
@@ -92,21 +92,16 @@ async def cache_probe(
     svc: EdgeServices,
     req: ChatCompletionRequest,
     directive: str | None,
-    vector: np.ndarray | None,
     meta: Meta,
     *,
     tenant: str,
     max_entries: int,
 ) -> CacheProbe | None:
-    s = svc.settings
+    """The cache step before any embedding: the same question, word for word."""
     if directive is None or svc.cache is None or svc.embedder is None:
         return None
-    if vector is None:
-        meta.cache = "error"
-        svc.metrics.cache.labels("error").inc()
-        return None
     probe = CacheProbe(
-        vector=vector,
+        vector=None,
         partition=cache_key.partition_key(req, tenant=tenant, embedder_id=svc.embedder.model_id),
         context=cache_key.context_key(req.messages),
         lookup=directive == "on",
@@ -117,16 +112,45 @@ async def cache_probe(
     if not probe.lookup:
         meta.cache = "refresh"
         return probe
+    t = time.perf_counter()
+    try:
+        probe.hit = await asyncio.wait_for(
+            svc.cache.lookup_exact(
+                partition=probe.partition, context=probe.context, text=probe.text
+            ),
+            svc.settings.redis_timeout_s,
+        )
+    except (TimeoutError, CacheUnavailable):
+        _failed(svc, meta)
+        return None
+    if probe.hit is not None:
+        svc.metrics.cache_lookup_seconds.observe(time.perf_counter() - t)
+        svc.metrics.cache_match.labels("exact").inc()
+        _outcome(svc, meta, probe, "exact 1.000")
+    return probe
+
+
+async def semantic_probe(
+    svc: EdgeServices, probe: CacheProbe | None, vector: np.ndarray | None, meta: Meta
+) -> CacheProbe | None:
+    """After embedding: the nearest entries in the partition, and the verifier's decision."""
+    if probe is None or svc.cache is None:
+        return probe
+    if vector is None:
+        _failed(svc, meta)
+        return None
+    probe.vector = vector
+    if not probe.lookup:
+        return probe
     m = svc.metrics
     t = time.perf_counter()
     try:
         found = await asyncio.wait_for(
             svc.cache.lookup(vector, partition=probe.partition, context=probe.context),
-            s.redis_timeout_s,
+            svc.settings.redis_timeout_s,
         )
     except (TimeoutError, CacheUnavailable):
-        meta.cache = "error"
-        m.cache.labels("error").inc()
+        _failed(svc, meta)
         return None
     match = svc.matcher.decide(vector, probe.text, [c for c, _ in found], draw=random.random())
     m.cache_lookup_seconds.observe(time.perf_counter() - t)
@@ -140,14 +164,25 @@ async def cache_probe(
         answer = answers[match.candidate.entry_id]
         if match.serve:
             probe.hit = answer
-            meta.extra_headers["x-edgecore-cache-match"] = f"{match.reason} {match.score:.3f}"
         elif match.reason in ("rejected", "explore"):
             probe.candidate, probe.match = answer, match
-    meta.cache = "hit" if probe.hit else "miss"
-    m.cache.labels(meta.cache).inc()
-    if probe.hit:
-        m.cache_similarity.observe(probe.hit.similarity)
+    _outcome(svc, meta, probe, f"{match.reason} {match.score:.3f}")
     return probe
+
+
+def _failed(svc: EdgeServices, meta: Meta) -> None:
+    """Redis or the embedder failed: serve without the cache (and store nothing)."""
+    meta.cache = "error"
+    svc.metrics.cache.labels("error").inc()
+    return None
+
+
+def _outcome(svc: EdgeServices, meta: Meta, probe: CacheProbe, how: str) -> None:
+    meta.cache = "hit" if probe.hit else "miss"
+    svc.metrics.cache.labels(meta.cache).inc()
+    if probe.hit is not None:
+        svc.metrics.cache_similarity.observe(probe.hit.similarity)
+        meta.extra_headers["x-edgecore-cache-match"] = how
 
 
 async def _agrees(svc: EdgeServices, cached: str, fresh: str) -> bool:
@@ -170,6 +205,9 @@ def remember(
 ) -> None:
     if probe is None or svc.cache is None or finish_reason != "stop" or not content:
         return
+    vector = probe.vector
+    if vector is None:  # answered from the exact step's miss without an embedding
+        return
     cache = svc.cache
     answer = CachedAnswer(
         content=content, finish_reason=finish_reason, usage=usage, model=model, prompt=probe.text
@@ -189,7 +227,7 @@ def remember(
                     return
             await asyncio.wait_for(
                 cache.store(
-                    probe.vector,
+                    vector,
                     partition=probe.partition,
                     context=probe.context,
                     answer=answer,

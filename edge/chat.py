@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from edge.answers import Meta
-from edge.cache_flow import cache_directive, cache_probe, embed, from_cache
+from edge.cache_flow import cache_directive, cache_probe, embed, from_cache, semantic_probe
 from edge.core_client import CoreUnavailable
 from edge.router import Decision, rule
 from edge.state import EdgeServices
@@ -120,12 +120,16 @@ async def _handle(
         if tenant.cache
         else None
     )
-    needs_vector = directive is not None or (ruled is None and svc.router.needs_embedding)
-    vector = await embed(svc, req) if needs_vector else None
     max_entries = tenant.cache_max_entries or s.cache_max_entries_per_tenant
     probe = await cache_probe(
-        svc, req, directive, vector, meta, tenant=tenant.name, max_entries=max_entries
+        svc, req, directive, meta, tenant=tenant.name, max_entries=max_entries
     )
+    if probe is not None and probe.hit is not None:  # word for word: no embedding needed
+        meta.tier = "cache"
+        return from_cache(svc, req, probe.hit, meta)
+    needs_vector = probe is not None or (ruled is None and svc.router.needs_embedding)
+    vector = await embed(svc, req) if needs_vector else None
+    probe = await semantic_probe(svc, probe, vector, meta)
     if probe is not None and probe.hit is not None:
         meta.tier = "cache"
         return from_cache(svc, req, probe.hit, meta)

@@ -73,7 +73,9 @@ class EdgeSettings(BaseSettings):
     cache_min_similarity: float = Field(
         default=0.95, ge=0.0, le=1.0, description="Cosine threshold only when no verifier."
     )
-    cache_top_k: int = Field(default=4, ge=1, le=64, description="Neighbours verified.")
+    cache_top_k: int = Field(
+        default=1, ge=1, le=64, description="Neighbours verified (more: slower lookups)."
+    )
     cache_candidate_floor: float = Field(
         default=0.80, ge=0.0, le=1.0, description="Neighbours below this cosine are not verified."
     )

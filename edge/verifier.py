@@ -133,6 +133,9 @@ class Verifier:
         self.members = [
             [(w.astype(np.float32), b.astype(np.float32)) for w, b in layers] for layers in members
         ]
+        # Every member's first layer in one matrix: one product instead of one per member.
+        self._first_w = np.concatenate([layers[0][0] for layers in self.members], axis=1)
+        self._first_b = np.concatenate([layers[0][1] for layers in self.members])
         self.mean = mean.astype(np.float32)
         self.std = std.astype(np.float32)
         self.calibration = calibration
@@ -145,10 +148,14 @@ class Verifier:
     def score_features(self, features: np.ndarray) -> np.ndarray:
         """P(same question) for a (n, d) feature matrix."""
         scaled = (np.atleast_2d(features).astype(np.float32) - self.mean) / self.std
+        first = np.maximum(scaled @ self._first_w + self._first_b, 0.0)
         total = np.zeros(len(scaled), dtype=np.float32)
+        start = 0
         for layers in self.members:
-            x = scaled
-            for i, (w, b) in enumerate(layers):
+            width = layers[0][0].shape[1]
+            x = first[:, start : start + width]
+            start += width
+            for i, (w, b) in enumerate(layers[1:], 1):
                 x = x @ w + b
                 if i < len(layers) - 1:
                     x = np.maximum(x, 0.0)
