@@ -142,3 +142,12 @@ def test_stats_name_the_verifier_and_the_budget(
     matching = r.json()["matching"]
     assert matching["false_hit_budget"] == 0.05
     assert matching["verifier"] and 0.5 < matching["threshold"] < 1.0
+
+
+def test_a_word_for_word_repeat_skips_the_embedding(edge: str, keys: Keys) -> None:
+    q = user(f"Say  hello to {tag()}.")
+    cached(edge, keys.alpha, q)
+    embedded = metric(edge, "edgecore_embed_seconds_count")
+    again = ask(edge, keys.alpha, [{"role": "user", "content": q[0]["content"].upper()}])
+    assert again.headers["x-edgecore-cache-match"].startswith("exact")
+    assert metric(edge, "edgecore_embed_seconds_count") == embedded
