@@ -1,0 +1,254 @@
+"""Cache hit path: edgecore's semantic cache next to RedisVL's ``SemanticCache``.
+
+    .venv/bin/python -m bench.cache_hit_path [--entries 200] [--requests 2000]
+
+Same Redis server (the bundled Redis Stack), same MiniLM INT8 embedder (one batching
+instance shared by both), same entries. For 1, 16 and 64 concurrent clients it times:
+- ``lookup``: the vector is given; edgecore's KNN (partition-filtered) + match
+  decision vs RedisVL's ``acheck(vector=...)`` (the issue's "lookup no slower than check()");
+- ``embed+lookup``: the semantic path from the prompt text, embedding included, for both;
+- ``repeat``: the same question again, word for word: edgecore answers it from its exact
+  step (no embedding), RedisVL embeds and searches as always;
+- ``http``: a cache hit over HTTP at a real edge (auth, parsing, rate limits, the lookup
+  and the JSON answer), edgecore only: RedisVL is a library, not a server.
+Prints a table, writes JSON and a PNG next to it. Compare ratios: machines here are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from bench.common import edge_server, free_port, load, progress, redis_server, save
+from edge.cache import CachedAnswer, SemanticCache
+from edge.cache_key import conversation_text
+from edge.cache_match import load_matcher
+from edge.embedder import BatchingEmbedder, Embedder
+from edge.settings import EdgeSettings
+from edge.tenants import add_key
+from shared.schemas import Message
+
+CLIENTS = (1, 16, 64)
+EDGE_MODEL = "edge-smollm2-135m"
+
+
+def prompts(n: int) -> list[str]:
+    topics = ["Redis", "Python", "Kubernetes", "HTTP/2", "vLLM", "ONNX", "TLS", "DNS"]
+    return [f"In one sentence, what is {topics[i % len(topics)]}? (#{i})" for i in range(n)]
+
+
+def embed_text(prompt: str) -> str:
+    return conversation_text([Message(role="user", content=prompt)], 1)
+
+
+async def in_process(port: int, entries: list[str], requests: int) -> dict[str, Any]:
+    from redis.asyncio import Redis
+    from redisvl.extensions.cache.llm import SemanticCache as RedisVLCache
+    from redisvl.utils.vectorize import CustomTextVectorizer
+
+    settings = EdgeSettings()
+    embedder = BatchingEmbedder(Embedder(settings.embed_model_dir()))
+    embedder.start()
+    matcher = load_matcher(settings)
+
+    def embed_sync(text: str) -> list[float]:
+        return [float(x) for x in embedder.embedder.embed([text])[0]]
+
+    async def aembed(text: str) -> list[float]:
+        return [float(x) for x in await embedder.embed(text)]
+
+    redis = Redis(port=port)
+    ours = SemanticCache(
+        redis,
+        index=f"bench:ec:{uuid.uuid4().hex[:6]}",
+        dim=embedder.dim,
+        ttl_s=3600,
+        top_k=settings.cache_top_k,
+    )
+    theirs = RedisVLCache(
+        name=f"bench_rvl_{uuid.uuid4().hex[:6]}",
+        redis_url=f"redis://127.0.0.1:{port}",
+        vectorizer=CustomTextVectorizer(embed=embed_sync, aembed=aembed),
+        distance_threshold=0.1,  # cosine distance: similarity >= 0.9
+    )
+    texts = [embed_text(p) for p in entries]
+    vectors = embedder.embedder.embed(texts)
+    progress(f"storing {len(entries)} entries in both caches ...")
+    for prompt, text, vec in zip(entries, texts, vectors, strict=True):
+        answer = CachedAnswer(content=f"answer to {prompt}", finish_reason="stop", usage=None,
+                              model=EDGE_MODEL, prompt=prompt)  # fmt: skip
+        await ours.store(vec, partition="bench", context="none", answer=answer,
+                         tenant="bench", max_entries=10**6)  # fmt: skip
+        await theirs.astore(prompt=text, response=answer.content, vector=[float(x) for x in vec])
+
+    async def ec_lookup(i: int, vec: np.ndarray | None = None) -> None:
+        k = i % len(entries)
+        v = vectors[k] if vec is None else vec
+        found = await ours.lookup(v, partition="bench", context="none")
+        match = matcher.decide(v, entries[k], [c for c, _ in found])
+        if not match.serve:
+            raise RuntimeError(f"edgecore missed entry {k}: {match}")
+
+    async def ec_embed_lookup(i: int) -> None:
+        await ec_lookup(i, await embedder.embed(texts[i % len(entries)]))
+
+    async def ec_repeat(i: int) -> None:
+        k = i % len(entries)
+        if await ours.lookup_exact(partition="bench", context="none", text=entries[k]) is None:
+            raise RuntimeError(f"edgecore exact step missed entry {k}")
+
+    async def rvl_lookup(i: int) -> None:
+        k = i % len(entries)
+        if not await theirs.acheck(vector=[float(x) for x in vectors[k]]):
+            raise RuntimeError(f"RedisVL missed entry {k}")
+
+    async def rvl_embed_lookup(i: int) -> None:
+        if not await theirs.acheck(prompt=texts[i % len(entries)]):
+            raise RuntimeError("RedisVL missed")
+
+    results: dict[str, Any] = {}
+    for name, op in (
+        ("lookup/edgecore", ec_lookup),
+        ("lookup/redisvl", rvl_lookup),
+        ("embed+lookup/edgecore", ec_embed_lookup),
+        ("embed+lookup/redisvl", rvl_embed_lookup),
+        ("repeat/edgecore", ec_repeat),
+        ("repeat/redisvl", rvl_embed_lookup),
+    ):
+        for clients in CLIENTS:
+            progress(f"{name} at {clients} clients ...")
+            await op(0)  # warm up
+            results[f"{name}@{clients}"] = await load(op, requests=requests, clients=clients)
+    await theirs.adelete()
+    await redis.aclose()
+    await embedder.close()
+    return results
+
+
+async def over_http(url: str, key: str, entries: list[str], requests: int) -> dict[str, Any]:
+    headers = {"authorization": f"Bearer {key}"}
+    limits = httpx.Limits(max_connections=max(CLIENTS), max_keepalive_connections=max(CLIENTS))
+    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=60) as c:
+
+        def body(prompt: str) -> dict[str, Any]:
+            return {"model": EDGE_MODEL, "temperature": 0, "max_tokens": 64,
+                    "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
+
+        progress(f"seeding {len(entries)} answers through the edge model ...")
+        for prompt in entries:
+            for _ in range(50):
+                r = await c.post("/v1/chat/completions", json=body(prompt))
+                r.raise_for_status()
+                if r.headers.get("x-edgecore-tier") == "cache":
+                    break
+                if r.json()["choices"][0]["finish_reason"] != "stop":
+                    raise RuntimeError(f"edge model did not finish {prompt!r}; shorten it")
+                await asyncio.sleep(0.05)
+
+        async def hit(i: int) -> None:
+            r = await c.post("/v1/chat/completions", json=body(entries[i % len(entries)]))
+            if r.status_code != 200 or r.headers.get("x-edgecore-tier") != "cache":
+                raise RuntimeError(f"not a cache hit: {r.status_code} {r.text[:200]}")
+
+        results: dict[str, Any] = {}
+        for clients in CLIENTS:
+            progress(f"http/edgecore at {clients} clients ...")
+            results[f"http/edgecore@{clients}"] = await load(
+                hit, requests=requests, clients=clients
+            )
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [f"{'path':<28}{'clients':>8}{'p50 ms':>9}{'p99 ms':>9}{'per s':>9}"]
+    for name, r in results["runs"].items():
+        path = name.split("@")[0]
+        lines.append(
+            f"{path:<28}{r['clients']:>8}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}{r['per_s']:>9.0f}"
+        )
+    for name, value in results["ratios"].items():
+        lines.append(f"ratio {name}: {value}")
+    return "\n".join(lines)
+
+
+def ratios(runs: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for kind in ("lookup", "embed+lookup", "repeat"):
+        for clients in CLIENTS:
+            ec, rvl = runs[f"{kind}/edgecore@{clients}"], runs[f"{kind}/redisvl@{clients}"]
+            out[f"{kind} p50 edgecore/redisvl @{clients}"] = round(ec["p50_ms"] / rvl["p50_ms"], 2)
+    return out
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = results["runs"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    series = list(dict.fromkeys(name.split("@")[0] for name in runs))
+    width = 0.12
+    x = np.arange(len(CLIENTS))
+    for i, name in enumerate(series):
+        present = [f"{name}@{c}" in runs for c in CLIENTS]
+        if not all(present):
+            continue
+        p99 = [runs[f"{name}@{c}"]["p99_ms"] for c in CLIENTS]
+        rate = [runs[f"{name}@{c}"]["per_s"] for c in CLIENTS]
+        axes[0].bar(x + i * width, p99, width, label=name)
+        axes[1].bar(x + i * width, rate, width, label=name)
+    for ax, title in zip(axes, ("p99 latency (ms)", "hits per second"), strict=True):
+        ax.set_xticks(x + 3 * width, [f"{c} clients" for c in CLIENTS])
+        ax.set_yscale("log")
+        ax.set_title(title)
+    axes[0].axhline(10, color="grey", linestyle="--", linewidth=1)
+    axes[1].axhline(500, color="grey", linestyle="--", linewidth=1)
+    axes[1].legend(fontsize=8)
+    fig.suptitle("Cache hit path: edgecore vs RedisVL SemanticCache (same Redis, same MiniLM)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--entries", type=int, default=200)
+    parser.add_argument("--requests", type=int, default=2000, help="per path and concurrency")
+    parser.add_argument("--http-entries", type=int, default=16, help="answers seeded via HTTP")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    entries = prompts(args.entries)
+    with redis_server() as port:
+        runs = asyncio.run(in_process(port, entries, args.requests))
+        tmp = Path(tempfile.mkdtemp())
+        key = add_key(tmp / "keys.toml", "bench")
+        with (
+            edge_server(
+                tmp / "edge.log",
+                redis_url=f"redis://127.0.0.1:{port}/0",
+                keys_file=str(tmp / "keys.toml"),
+                core_url=f"http://127.0.0.1:{free_port()}",  # nothing there: edge model and cache
+                cache_index=f"bench:http:{uuid.uuid4().hex[:6]}",
+            ) as url
+        ):
+            runs |= asyncio.run(over_http(url, key, entries[: args.http_entries], args.requests))
+    results = {"entries": args.entries, "requests": args.requests, "runs": runs,
+               "ratios": ratios(runs)}  # fmt: skip
+    path = save("cache_hit_path", results, args.out)
+    plot(results, path.with_suffix(".png"))
+    print(table(results))
+    print(f"wrote {path} and {path.with_suffix('.png')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Cache quality: would the cache serve a wrong answer? edgecore's decision vs cosine.
+
+    .venv/bin/python -m bench.cache_quality [--limit N]
+
+On the QQP pairs that the verifier never saw (the 10 % test split of
+``../shared/data/cache/qqp_pairs.jsonl``; labels are human and noisy, negatives are hard) it
+reports precision, recall and false-hit rate of edgecore's decision for several false-hit
+budgets (``delta``), next to fixed cosine thresholds on the same pairs, the alternative a
+plain semantic cache (GPTCache, RedisVL) offers. The GPTCache paraphrase set (all true
+paraphrases) measures recall on easier, ChatGPT-style rewrites. Prints a table, writes JSON
+and a PNG (precision-recall curves with the decision points).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import progress, save
+from edge.cache_eval import COSINE_THRESHOLDS, curve, embed_text, load_pairs, rates
+from edge.cache_match import Candidate, Matcher, MatchPolicy, load_matcher
+from edge.embedder import Embedder
+from edge.settings import EdgeSettings
+from shared.prepare.verifier_train import split
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cache"
+DELTAS = (0.01, 0.02, 0.05, 0.1, 0.2)
+
+
+def scored(
+    pairs: list[tuple[str, str, int]], embedder: Embedder
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    texts_a = [embed_text(a) for a, _, _ in pairs]
+    texts_b = [embed_text(b) for _, b, _ in pairs]
+    va = np.concatenate([embedder.embed(texts_a[i : i + 64]) for i in range(0, len(pairs), 64)])
+    vb = np.concatenate([embedder.embed(texts_b[i : i + 64]) for i in range(0, len(pairs), 64)])
+    labels = np.array([label for _, _, label in pairs])
+    return va, vb, labels
+
+
+def decisions(
+    pairs: list[tuple[str, str, int]], va: np.ndarray, vb: np.ndarray, matcher: Matcher
+) -> tuple[np.ndarray, np.ndarray]:
+    served = np.zeros(len(pairs), dtype=bool)
+    score = np.zeros(len(pairs), dtype=np.float32)
+    for i, (a, b, _) in enumerate(pairs):
+        match = matcher.decide(vb[i], b, [Candidate("a", float(va[i] @ vb[i]), a, va[i])])
+        served[i], score[i] = match.serve, match.score
+    return served, score
+
+
+def evaluate(name: str, pairs: list[tuple[str, str, int]], embedder: Embedder,
+             base: Matcher) -> dict[str, Any]:  # fmt: skip
+    progress(f"{name}: embedding {len(pairs)} pairs ...")
+    va, vb, labels = scored(pairs, embedder)
+    cosine = np.einsum("ij,ij->i", va, vb)
+    result: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum()), "delta": {}}
+    for delta in DELTAS:
+        policy = MatchPolicy(**{**base.policy.__dict__, "delta": delta})
+        served, scores = decisions(pairs, va, vb, Matcher(base.verifier, policy))
+        result["delta"][str(delta)] = rates(served, labels)
+    result["cosine"] = curve(cosine, labels, COSINE_THRESHOLDS)
+    result["verifier"] = curve(scores, labels, [round(i / 100, 2) for i in range(1, 100)])
+    return result
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = []
+    for name, r in results["sets"].items():
+        lines.append(f"{name}: {r['rows']} pairs, {r['positives']} same-question")
+        lines.append(f"  {'decision':<22}{'precision':>10}{'recall':>8}{'false-hit':>10}")
+        for delta, d in r["delta"].items():
+            lines.append(
+                f"  {'edgecore delta=' + delta:<22}{d['precision']:>10.3f}{d['recall']:>8.3f}"
+                f"{d['false_hit_rate']:>10.4f}"
+            )
+        for c in r["cosine"]:
+            if c["threshold"] in (0.85, 0.9, 0.95):
+                lines.append(
+                    f"  {'cosine >= ' + str(c['threshold']):<22}{c['precision']:>10.3f}"
+                    f"{c['recall']:>8.3f}{c['false_hit_rate']:>10.4f}"
+                )
+    return "\n".join(lines)
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = results["sets"]["qqp-test"]
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for key, label in (("cosine", "cosine threshold"), ("verifier", "verifier score")):
+        pts = [(c["recall"], c["precision"]) for c in r[key] if c["hits"]]
+        ax.plot(*zip(*pts, strict=True), label=label)
+    for delta, d in r["delta"].items():
+        ax.scatter(d["recall"], d["precision"], zorder=3)
+        ax.annotate(f"δ={delta}", (d["recall"], d["precision"]), fontsize=8,
+                    xytext=(4, -10), textcoords="offset points")  # fmt: skip
+    ax.axhline(0.95, color="grey", linestyle="--", linewidth=1)
+    ax.axvline(0.40, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("recall (same questions served)")
+    ax.set_ylabel("precision (served answers that are right)")
+    ax.set_title("QQP held-out pairs: edgecore decision vs cosine thresholds")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--limit", type=int, default=None, help="pairs per set")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    qqp = args.data / "qqp_pairs.jsonl"
+    if not qqp.exists():
+        raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
+    settings = EdgeSettings()
+    embedder = Embedder(settings.embed_model_dir(), threads=2)
+    matcher = load_matcher(settings)
+    test = [p for p in load_pairs(qqp) if split(p[0], p[1]) == "test"][: args.limit]
+    sets = {"qqp-test": test}
+    paraphrases = args.data / "paraphrases_gptcache_mock.jsonl"
+    if paraphrases.exists():
+        sets["gptcache-paraphrases"] = load_pairs(paraphrases, args.limit)
+    results = {
+        "verifier": matcher.verifier.meta if matcher.verifier else None,
+        "sets": {name: evaluate(name, pairs, embedder, matcher) for name, pairs in sets.items()},
+    }
+    path = save("cache_quality", results, args.out)
+    plot(results, path.with_suffix(".png"))
+    print(table(results))
+    print(f"wrote {path} and {path.with_suffix('.png')}")
+
+
+if __name__ == "__main__":
+    main()
