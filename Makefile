@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgecore-installed
 
-.PHONY: install models run test test-fast lint clean
+.PHONY: install models run test test-fast bench lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ test: models
 	$(BIN)/ruff check edge core shared tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# Every benchmark, one after another (each prints a table, writes JSON + PNG to bench/results).
+BENCHES ?= cache_quality cache_hit_path limiter_overhead path_latency
+bench: models
+	for b in $(BENCHES); do $(BIN)/python -m bench.$$b || exit 1; done
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow"

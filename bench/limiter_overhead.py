@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import socket
-import subprocess
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,16 +18,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from bench.common import redis_server, save
 from edge.limits import Limiter
 from edge.tenants import Tenant
-from shared.paths import default_home
-from shared.redis_server import redis_command, redis_env
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def timed(n: int, op: Callable[[], Awaitable[Any]]) -> dict[str, float]:
@@ -71,21 +60,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=3000)
     parser.add_argument("--out", type=Path, default=Path("bench/results/limiter.json"))
     args = parser.parse_args()
-    port = free_port()
-    data = Path(tempfile.mkdtemp())
-    proc = subprocess.Popen(
-        redis_command(port=port, data_dir=data),
-        env=redis_env(default_home()),
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        time.sleep(0.5)
+    with redis_server() as port:
         results = asyncio.run(measure(port, args.n))
-    finally:
-        proc.terminate()
-        proc.wait(10)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    save("limiter", results, args.out)
     print(f"{'operation':<26}{'p50 µs':>10}{'p99 µs':>10}")
     for name in ("redis_ping", "limiter_redis_lua", "limiter_local_fallback"):
         r = results[name]

@@ -16,8 +16,6 @@ import json
 import os
 import re
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,28 +26,10 @@ from typing import Any
 
 import httpx
 
+from bench.common import free_port, summary
+
 CORE_MODEL = "smollm2-135m-instruct"
 EDGE_MODEL = "edge-smollm2-135m"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {
-        "n": len(values),
-        "p50_ms": round(pct(values, 0.5), 2),
-        "p99_ms": round(pct(values, 0.99), 2),
-        "mean_ms": round(statistics.fmean(values), 2),
-    }
 
 
 def ttft_ms(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> float:
