@@ -1,75 +1,55 @@
-"""The core's ASGI app: OpenAI endpoints relayed to the supervised vLLM engine."""
+"""The core's ASGI app: OpenAI endpoints relayed to a pool of supervised vLLM engines.
+
+Per request: authenticate the edge (core/auth.py), pick a priority class and deadline
+(core/policy.py), wait for a replica in the bounded queue (core/admission.py), which the
+balancer picks by load and conversation affinity (core/balancer.py), then relay the
+engine's answer, aborting the engine request if the caller leaves (core/relay.py).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import IO, Any
 
 import httpx
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
-from core.engine import Engine
+from core import admin
+from core.admission import Priority, Rejected
+from core.auth import CoreAuth
+from core.balancer import affinity_key
+from core.metrics import CoreMetrics
+from core.policy import SESSION_HEADER, priority_of, queue_timeout
+from core.pool import Pool
+from core.pool_config import load_pool
+from core.relay import Evicted, chunks, unless_evicted
+from core.replica import Lease
 from core.settings import CoreSettings
 from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import EXCEPTION_HANDLERS, ApiError
 from shared.http import json_object, read_body, request_id
-from shared.streaming import EventStreamResponse, with_keepalive
+from shared.streaming import EventStreamResponse
 
+__all__ = ["CoreMetrics", "CoreState", "create_app"]
 
-@dataclass
-class CoreMetrics:
-    registry: CollectorRegistry
-    requests: Counter
-    in_flight: Gauge
-    disconnects: Counter
-    engine_ready: Gauge
-
-    @classmethod
-    def create(cls) -> CoreMetrics:
-        r = CollectorRegistry()
-        return cls(
-            registry=r,
-            requests=Counter(
-                "edgecore_core_requests",
-                "Chat requests by HTTP version of the caller and response status.",
-                ["http_version", "status"],
-                registry=r,
-            ),
-            in_flight=Gauge("edgecore_core_in_flight", "Requests in flight.", registry=r),
-            disconnects=Counter(
-                "edgecore_core_client_disconnects",
-                "Requests whose caller left before the end; engine work was aborted.",
-                registry=r,
-            ),
-            engine_ready=Gauge(
-                "edgecore_core_engine_ready", "1 when the engine is healthy.", registry=r
-            ),
-        )
+log = logging.getLogger("edgecore.core")
 
 
 @dataclass
 class CoreState:
     settings: CoreSettings
-    engine_client: httpx.AsyncClient
-    engine: Engine | None
+    pool: Pool
     metrics: CoreMetrics
-
-    def engine_ready(self) -> bool:
-        return self.engine is None or self.engine.ready.is_set()
 
 
 def _state(request: Request) -> CoreState:
@@ -77,10 +57,47 @@ def _state(request: Request) -> CoreState:
     return state
 
 
-def _unavailable() -> ApiError:
-    return ApiError(
-        503, "model engine is not ready", code="engine_unavailable", headers={"retry-after": "5"}
+def _unavailable(message: str = "model engine is not ready") -> ApiError:
+    return ApiError(503, message, code="engine_unavailable", headers={"retry-after": "5"})
+
+
+def _rejected(exc: Rejected, settings: CoreSettings) -> ApiError:
+    if exc.reason == "no_replica":
+        return _unavailable("no replica of the pool is ready")
+    message = (
+        "the core's queue for this priority class is full"
+        if exc.reason == "queue_full"
+        else "no replica became free before the request's deadline"
     )
+    return ApiError(
+        429, message, code=exc.reason, headers={"retry-after": str(settings.retry_after_s)}
+    )
+
+
+async def _open(
+    st: CoreState, body: bytes, rid: str, priority: Priority, key: str | None, timeout: float
+) -> tuple[Lease, httpx.Response]:
+    """Admit, then send to the replica; a replica that refuses the connection gets one
+    retry elsewhere (nothing reached an engine, so nothing is done twice)."""
+    exclude: frozenset[str] = frozenset()
+    headers = {"content-type": "application/json", "x-request-id": rid}
+    for _ in range(2):
+        lease = await st.pool.admit(priority, key, timeout, exclude)
+        client = lease.replica.client
+        upstream = client.build_request("POST", "/v1/chat/completions", content=body,
+                                        headers=headers)  # fmt: skip
+        try:
+            return lease, await unless_evicted(lease, client.send(upstream, stream=True))
+        except httpx.ConnectError:
+            st.pool.release(lease, failed=True)
+            exclude |= {lease.replica.name}
+        except (httpx.HTTPError, Evicted):
+            st.pool.release(lease)
+            raise _unavailable() from None
+        except BaseException:
+            st.pool.release(lease)  # the caller left while the request was being sent
+            raise
+    raise _unavailable()
 
 
 async def chat_completions(request: Request) -> Response:
@@ -91,16 +108,28 @@ async def chat_completions(request: Request) -> Response:
     try:
         body = await read_body(request, st.settings.max_body_bytes)
         payload = json_object(body)
-        if not st.engine_ready():
-            raise _unavailable()
-        headers = {"content-type": "application/json", "x-request-id": rid}
-        upstream = st.engine_client.build_request(
-            "POST", "/v1/chat/completions", content=body, headers=headers
-        )
-        if payload.get("stream"):
-            response = await _relay_stream(request, st, upstream, rid)
+        priority = priority_of(request.headers, payload, st.settings)
+        key = affinity_key(payload, request.headers.get(SESSION_HEADER))
+        timeout = queue_timeout(request.headers, st.settings)
+
+        async def abandon(opened: tuple[Lease, httpx.Response]) -> None:
+            await opened[1].aclose()
+            st.pool.release(opened[0])
+
+        try:
+            lease, upstream = await cancel_on_disconnect(
+                request.receive, _open(st, body, rid, priority, key, timeout), abandon
+            )
+        except ClientDisconnected:
+            st.metrics.disconnects.inc()
+            return Response(status_code=CLIENT_CLOSED)
+        except Rejected as exc:
+            raise _rejected(exc, st.settings) from None
+        headers = {"x-request-id": rid, "x-edgecore-replica": lease.replica.name}
+        if payload.get("stream") and upstream.status_code == 200:
+            response = _relay_stream(st, lease, upstream, headers)
         else:
-            response = await _relay_once(request, st, upstream, rid)
+            response = await _relay_once(request, st, lease, upstream, headers)
         status = str(response.status_code)
         return response
     except ApiError as exc:
@@ -112,52 +141,49 @@ async def chat_completions(request: Request) -> Response:
 
 
 async def _relay_once(
-    request: Request, st: CoreState, upstream: httpx.Request, rid: str
+    request: Request,
+    st: CoreState,
+    lease: Lease,
+    upstream: httpx.Response,
+    headers: dict[str, str],
 ) -> Response:
     try:
-        # If the caller leaves, the engine request is closed, and vLLM aborts it.
-        r = await cancel_on_disconnect(request.receive, st.engine_client.send(upstream))
+        # The caller leaving closes the engine request (vLLM aborts it), as does a drain.
+        content = await cancel_on_disconnect(
+            request.receive, unless_evicted(lease, upstream.aread())
+        )
     except ClientDisconnected:
         st.metrics.disconnects.inc()
         return Response(status_code=CLIENT_CLOSED)
+    except Evicted:
+        raise _unavailable("the replica was drained before the answer was ready") from None
     except httpx.HTTPError:
         raise _unavailable() from None
+    finally:
+        await upstream.aclose()
+        st.pool.release(lease)
     return Response(
-        r.content,
-        status_code=r.status_code,
-        media_type=r.headers.get("content-type", "application/json"),
-        headers={"x-request-id": rid},
+        content,
+        status_code=upstream.status_code,
+        media_type=upstream.headers.get("content-type", "application/json"),
+        headers=headers,
     )
 
 
-async def _relay_stream(
-    request: Request, st: CoreState, upstream: httpx.Request, rid: str
+def _relay_stream(
+    st: CoreState, lease: Lease, upstream: httpx.Response, headers: dict[str, str]
 ) -> Response:
-    try:
-        r = await cancel_on_disconnect(
-            request.receive, st.engine_client.send(upstream, stream=True)
-        )
-    except ClientDisconnected:
-        st.metrics.disconnects.inc()
-        return Response(status_code=CLIENT_CLOSED)
-    except httpx.HTTPError:
-        raise _unavailable() from None
-    if r.status_code != 200:
-        content = await r.aread()
-        await r.aclose()
-        return Response(
-            content,
-            status_code=r.status_code,
-            media_type=r.headers.get("content-type", "application/json"),
-            headers={"x-request-id": rid},
-        )
+    started = False
 
     async def relay() -> AsyncIterator[bytes]:
+        nonlocal started
+        started = True
         finished = False
-        chunks = with_keepalive(r.aiter_raw(), st.settings.sse_keepalive_s)
         try:
-            async with contextlib.aclosing(chunks):
-                async for chunk in chunks:
+            async with contextlib.aclosing(
+                chunks(upstream, lease, st.settings.sse_keepalive_s)
+            ) as body:
+                async for chunk in body:
                     # Comments while the engine is silent (queued, long prefill): the edge's
                     # idle timeout must not cut a stream that is only slow to start.
                     yield sse.KEEPALIVE if chunk is None else chunk
@@ -167,18 +193,32 @@ async def _relay_stream(
             yield sse.encode(completions.stream_error("engine failed mid-stream"))
             yield sse.DONE
             finished = True
+        except Evicted:
+            yield sse.encode(completions.stream_error("replica drained; answer cut at deadline"))
+            yield sse.DONE
+            finished = True
         finally:
             if not finished:
                 st.metrics.disconnects.inc()
-            await r.aclose()
+            await upstream.aclose()
+            st.pool.release(lease)
 
-    return EventStreamResponse(relay(), headers={**sse.STREAM_HEADERS, "x-request-id": rid})
+    async def on_close() -> None:
+        # Also when the caller left before the first byte and relay() never ran.
+        if not started:
+            st.metrics.disconnects.inc()
+        await upstream.aclose()
+        st.pool.release(lease)
+
+    return EventStreamResponse(relay(), headers={**sse.STREAM_HEADERS, **headers},
+                               on_close=on_close)  # fmt: skip
 
 
 async def models(request: Request) -> Response:
     st = _state(request)
+    ready = [r for r in st.pool.replicas if r.admitting] or st.pool.replicas
     try:
-        r = await st.engine_client.get("/v1/models", timeout=10.0)
+        r = await ready[0].client.get("/v1/models", timeout=10.0)
     except httpx.HTTPError:
         raise _unavailable() from None
     return Response(r.content, status_code=r.status_code, media_type="application/json")
@@ -189,48 +229,51 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    st = _state(request)
-    ready = st.engine_ready()
-    detail: dict[str, Any] = {"status": "ready" if ready else "starting", "engine": ready}
-    if st.engine is not None:
-        detail["engine_restarts"] = st.engine.restarts
+    pool = _state(request).pool
+    ready = pool.available()
+    detail: dict[str, Any] = {
+        "status": "ready" if ready else "starting",
+        "engine": ready,
+        "engine_restarts": sum(r.engine.restarts for r in pool.replicas if r.engine),
+        "replicas": {r.name: r.state for r in pool.replicas},
+    }
     return JSONResponse(detail, status_code=200 if ready else 503)
 
 
 async def metrics(request: Request) -> Response:
     st = _state(request)
-    st.metrics.engine_ready.set(1 if st.engine_ready() else 0)
+    st.metrics.observe(st.pool)
     return Response(generate_latest(st.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> Starlette:
+def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> ASGIApp:
+    """The core app; raises PoolConfigError (naming the field) before anything starts."""
+    replicas = load_pool(settings)
+    if settings.auth_token is None:
+        log.warning("EDGECORE_CORE_AUTH_TOKEN is not set: any caller may use this core (dev only)")
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        engine = (
-            Engine(settings.engine, settings.home, engine_log) if settings.manage_engine else None
-        )
-        timeout = httpx.Timeout(settings.request_timeout_s, connect=5.0)
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-        async with httpx.AsyncClient(
-            base_url=settings.engine.base_url, timeout=timeout, limits=limits
-        ) as client:
-            app.state.core = CoreState(settings, client, engine, CoreMetrics.create())
-            if engine is not None:
-                engine.start()
-            try:
-                yield
-            finally:
-                if engine is not None:
-                    await engine.stop()
+        pool = Pool(settings, replicas, engine_log)
+        app.state.core = CoreState(settings, pool, CoreMetrics.create())
+        pool.start()
+        try:
+            yield
+        finally:
+            await pool.stop()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
+            *admin.ROUTES,
         ],
         exception_handlers=dict(EXCEPTION_HANDLERS),
         lifespan=lifespan,
     )
+    token = settings.auth_token.get_secret_value() if settings.auth_token else None
+    key = settings.admin_key.get_secret_value() if settings.admin_key else None
+    return CoreAuth(app, token, key)

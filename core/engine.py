@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -29,16 +31,33 @@ def engine_env(config: EngineConfig, home: Path) -> dict[str, str]:
     )
     if config.cpu_kv_cache_gib:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.cpu_kv_cache_gib))
+    if config.cpu_threads_bind:
+        # Replicas sharing a CPU box each get their own cores instead of all binding the same.
+        env["VLLM_CPU_OMP_THREADS_BIND"] = config.cpu_threads_bind
+    if config.visible_devices:
+        env["CUDA_VISIBLE_DEVICES"] = config.visible_devices
     return env
 
 
 class Engine:
-    """One engine process. ``ready`` is true while its ``/health`` answers 200."""
+    """One engine process. ``ready`` is true while its ``/health`` answers 200.
 
-    def __init__(self, config: EngineConfig, home: Path, log_file: IO[bytes] | None = None):
+    ``on_change`` runs whenever readiness flips, so the pool can move queued requests.
+    """
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        home: Path,
+        log_file: IO[bytes] | None = None,
+        on_change: Callable[[], None] | None = None,
+        name: str = "engine",
+    ):
         self.config = config
         self.home = home
         self.log_file = log_file
+        self.name = name
+        self.on_change = on_change
         self.ready = asyncio.Event()
         self.restarts = 0
         self._child: ChildProcess | None = None
@@ -49,11 +68,33 @@ class Engine:
     def pid(self) -> int | None:
         return self._child.pid if self._child else None
 
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
     def start(self) -> None:
-        self._task = asyncio.create_task(self._supervise(), name="engine-supervisor")
+        """Start supervising (again, after ``stop``)."""
+        if self.running:
+            return
+        self._stopping = False
+        self._task = asyncio.create_task(self._supervise(), name=f"{self.name}-supervisor")
+
+    def _set_ready(self, ready: bool) -> None:
+        if ready == self.ready.is_set():
+            return
+        if ready:
+            self.ready.set()
+        else:
+            self.ready.clear()
+        if self.on_change is not None:
+            self.on_change()
 
     async def wait_ready(self, timeout: float) -> None:
         await asyncio.wait_for(self.ready.wait(), timeout)
+
+    def suspect(self) -> None:
+        """A request failed to connect: not ready until the next health check passes."""
+        self._set_ready(False)
 
     async def _supervise(self) -> None:
         backoff = 1.0
@@ -65,15 +106,18 @@ class Engine:
                 output=self.log_file,
             )
             await self._child.start()
+            started = time.monotonic()
             health = asyncio.create_task(self._watch_health())
             code = await self._child.wait()
             health.cancel()
-            self.ready.clear()
+            self._set_ready(False)
             if self._stopping:
                 return
+            if time.monotonic() - started > 300:
+                backoff = 1.0  # it ran fine for a while: this is a new crash, not a crash loop
             # A crash: restart with capped exponential backoff so a broken config doesn't spin.
             self.restarts += 1
-            log.error("vLLM engine exited with %s; restarting in %.0fs", code, backoff)
+            log.error("%s exited with %s; restarting in %.0fs", self.name, code, backoff)
             await self._child.stop(timeout=5)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 60.0)
@@ -86,11 +130,8 @@ class Engine:
                 with contextlib.suppress(httpx.HTTPError):
                     ok = (await client.get(url)).status_code == 200
                 if ok and not self.ready.is_set():
-                    log.info("vLLM engine ready at %s", self.config.base_url)
-                if ok:
-                    self.ready.set()
-                else:
-                    self.ready.clear()
+                    log.info("%s ready at %s", self.name, self.config.base_url)
+                self._set_ready(ok)
                 await asyncio.sleep(2.0 if ok else 0.5)
 
     async def stop(self) -> None:
@@ -101,4 +142,4 @@ class Engine:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        self.ready.clear()
+        self._set_ready(False)

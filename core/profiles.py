@@ -29,7 +29,7 @@ def profile_names() -> list[str]:
     return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
 
 
-def _unknown_fields(data: dict[str, Any]) -> list[str]:
+def unknown_fields(data: dict[str, Any]) -> list[str]:
     # EngineConfig ignores unknown keys; a typo in a profile must not pass silently.
     unknown = [k for k in data if k not in EngineConfig.model_fields]
     spec = data.get("speculative")
@@ -48,7 +48,7 @@ def load_profile(name: str) -> EngineConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"engine profile {name!r}: invalid TOML in {path}: {exc}") from None
-    unknown = _unknown_fields(data)
+    unknown = unknown_fields(data)
     if unknown:
         raise ValueError(f"engine profile {name!r}: unknown field(s) {', '.join(unknown)}")
     try:

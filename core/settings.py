@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.paths import default_home, default_models_dir
@@ -25,13 +25,30 @@ class SpeculativeConfig(BaseModel):
     num_speculative_tokens: int = Field(default=3, ge=1, le=16)
     prompt_lookup_max: int | None = None
     prompt_lookup_min: int | None = None
-    disable_by_batch_size: int | None = Field(default=None, ge=1)
+    disable_by_batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="Stop speculating once this many sequences run at once (big batches are "
+        "compute-bound, drafts only cost). vLLM 0.32 has no flag of this name: it is emitted "
+        "as its dynamic schedule, num_speculative_tokens_per_batch_size.",
+    )
 
     @model_validator(mode="after")
     def _needs_model(self) -> SpeculativeConfig:
         if self.method in ("eagle3", "eagle", "draft_model") and not self.model:
             raise ValueError(f"speculative method {self.method!r} needs a draft model path")
         return self
+
+    def vllm_json(self) -> dict[str, Any]:
+        """The JSON vLLM 0.32 takes for ``--speculative-config``."""
+        spec: dict[str, Any] = self.model_dump(exclude_none=True)
+        limit = spec.pop("disable_by_batch_size", None)
+        if limit is not None:
+            k = self.num_speculative_tokens
+            # Inclusive batch-size ranges; vLLM carries the last K (0) through the tail.
+            schedule = [[1, limit - 1, k], [limit, limit, 0]] if limit > 1 else [[1, 1, 0]]
+            spec["num_speculative_tokens_per_batch_size"] = schedule
+        return spec
 
 
 class EngineConfig(BaseModel):
@@ -57,6 +74,16 @@ class EngineConfig(BaseModel):
     speculative: SpeculativeConfig | None = None
     cpu_kv_cache_gib: int | None = Field(
         default=1, ge=1, description="VLLM_CPU_KVCACHE_SPACE on CPU builds; ignored on GPUs."
+    )
+    cpu_threads_bind: str | None = Field(
+        default=None,
+        description="VLLM_CPU_OMP_THREADS_BIND on CPU builds (e.g. '0', '1-3'); 'split' gives "
+        "each replica of a pool its own share of this machine's cores. None: vLLM's auto.",
+    )
+    visible_devices: str | None = Field(
+        default=None,
+        description="CUDA_VISIBLE_DEVICES for this engine (e.g. '0,1,2,3'); 'split' gives "
+        "replica i of a pool the GPUs i*TP*PP .. (i+1)*TP*PP-1.",
     )
     extra_args: list[str] = Field(default_factory=list)
     startup_timeout_s: float = Field(default=600.0, gt=0)
@@ -98,7 +125,7 @@ class EngineConfig(BaseModel):
         if self.enforce_eager:
             argv.append("--enforce-eager")
         if self.speculative:
-            spec: dict[str, Any] = self.speculative.model_dump(exclude_none=True)
+            spec = self.speculative.vllm_json()
             argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
         return argv + list(self.extra_args)
 
@@ -122,4 +149,62 @@ class CoreSettings(BaseSettings):
     sse_keepalive_s: float = Field(default=10.0, gt=0)
     tls_certfile: Path | None = Field(default=None, description="Serve HTTPS (h2 via ALPN).")
     tls_keyfile: Path | None = None
+    tls_client_ca: Path | None = Field(
+        default=None,
+        description="mTLS: CA that signs the edges' client certificates; with TLS on, callers "
+        "without a certificate from it are refused in the handshake.",
+    )
     log_dir: Path | None = None
+
+    # --- the pool (core/pool_config.py turns these into replicas) ---
+    profile: Literal["dev", "prod"] = Field(
+        default="dev", description="prod refuses to start without AUTH_TOKEN and ADMIN_KEY."
+    )
+    pool_file: Path | None = Field(
+        default=None, description="TOML pool: profile, replicas, per-replica engine settings."
+    )
+    pool_profile: str | None = Field(
+        default=None, description="Engine profile (core/profiles/NAME.toml) under ENGINE__*."
+    )
+    replicas: int = Field(
+        default=1, ge=1, le=64, description="Identical replicas; engine ports ENGINE__PORT + i."
+    )
+    max_in_flight: int | None = Field(
+        default=None,
+        ge=1,
+        description="Requests sent to one replica at once (default: its max_num_seqs, else 64); "
+        "more wait in the core's bounded queue instead of vLLM's unbounded one.",
+    )
+
+    # --- admission: bounded queues per priority class ---
+    queue_interactive: int = Field(default=64, ge=0, description="Waiting interactive requests.")
+    queue_batch: int = Field(default=256, ge=0, description="Waiting batch requests.")
+    queue_timeout_s: float = Field(
+        default=30.0, gt=0, description="Longest wait for a replica (a request may ask for less)."
+    )
+    retry_after_s: int = Field(default=2, ge=1, description="Retry-After on a 429.")
+    batch_tenants: list[str] = Field(
+        default_factory=list, description="Tenants (x-edgecore-tenant) whose requests are batch."
+    )
+
+    # --- replica choice ---
+    metrics_interval_s: float = Field(
+        default=1.0, gt=0, description="How often each engine's /metrics is read."
+    )
+    affinity_slack: float = Field(
+        default=0.25,
+        ge=0.0,
+        description="How much busier (share of max_in_flight) the preferred replica of a "
+        "conversation may be than the least loaded before its traffic moves.",
+    )
+    drain_timeout_s: float = Field(
+        default=300.0, gt=0, description="Default drain deadline; then in-flight requests end."
+    )
+
+    # --- who may call ---
+    auth_token: SecretStr | None = Field(
+        default=None, description="Bearer token every edge must send (/v1/*)."
+    )
+    admin_key: SecretStr | None = Field(
+        default=None, description="Bearer key for /admin/*; unset: no admin API (404)."
+    )

@@ -13,8 +13,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared.paths import default_home
+
+if TYPE_CHECKING:
+    from core.settings import CoreSettings
 
 
 def _logging(verbose: bool) -> None:
@@ -84,18 +88,54 @@ def cmd_redis(args: argparse.Namespace) -> int:
     os.execve(argv[0], argv, redis_env(args.home))  # Redis replaces us: signals go straight to it
 
 
-def cmd_core_serve(args: argparse.Namespace) -> int:
-    from core import CoreSettings, create_app
-    from shared.serve import hypercorn_config, run
+def _core_settings(args: argparse.Namespace) -> CoreSettings:
+    from core import CoreSettings
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
     settings = CoreSettings(**overrides)
-    if args.no_engine:
+    if getattr(args, "no_engine", False):
         settings.manage_engine = False
+    return settings
+
+
+def cmd_core_serve(args: argparse.Namespace) -> int:
+    import ssl
+
+    from core import create_app
+    from core.pool_config import PoolConfigError
+    from shared.serve import hypercorn_config, run
+
+    settings = _core_settings(args)
     config = hypercorn_config(
         settings.host, settings.port, certfile=settings.tls_certfile, keyfile=settings.tls_keyfile
     )
-    run(create_app(settings), config)
+    if settings.tls_client_ca:
+        # mTLS: only edges with a certificate from this CA complete the handshake.
+        config.ca_certs = str(settings.tls_client_ca)
+        config.verify_mode = ssl.CERT_REQUIRED
+    try:
+        app = create_app(settings)  # validates the pool before anything starts
+    except PoolConfigError as exc:
+        print(f"invalid core pool configuration: {exc}", file=sys.stderr)
+        return 2
+    run(app, config)
+    return 0
+
+
+def cmd_core_check(args: argparse.Namespace) -> int:
+    import shlex
+
+    from core.pool_config import PoolConfigError, load_pool
+
+    try:
+        replicas = load_pool(_core_settings(args))
+    except PoolConfigError as exc:
+        print(f"invalid core pool configuration: {exc}", file=sys.stderr)
+        return 2
+    for r in replicas:
+        where = "started here" if r.manage else "run elsewhere"
+        print(f"{r.name}: {r.engine.base_url} ({where}, max_in_flight {r.max_in_flight})")
+        print("  " + shlex.join(r.engine.command(python="python3")))
     return 0
 
 
@@ -185,6 +225,12 @@ def parser() -> argparse.ArgumentParser:
         "--no-engine", action="store_true", help="relay to an engine that is already running"
     )
     core_serve.set_defaults(func=cmd_core_serve)
+    core_check = core.add_parser(
+        "check", help="validate the pool configuration and print each replica's vLLM command"
+    )
+    core_check.add_argument("--host")
+    core_check.add_argument("--port", type=int)
+    core_check.set_defaults(func=cmd_core_check)
 
     edge = sub.add_parser("edge", help="the edge").add_subparsers(dest="action", required=True)
     edge_serve = edge.add_parser("serve", help="serve the edge")

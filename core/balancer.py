@@ -1,0 +1,123 @@
+"""Replica choice, as pure functions: engine load from /metrics, conversation affinity, and
+least-loaded selection with a preferred replica.
+
+Affinity uses rendezvous hashing: each (key, replica) pair gets a score and the highest
+wins, so a replica leaving (drained, crashed) moves only its own conversations and they
+come back when it returns. vLLM's prefix cache then holds the shared prefix (system prompt,
+first turns) on one replica instead of being recomputed everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+# The engine gauges that say how busy a vLLM replica is (vLLM's metrics documentation).
+RUNNING = "vllm:num_requests_running"
+WAITING = "vllm:num_requests_waiting"
+KV_USAGE = "vllm:kv_cache_usage_perc"
+
+# How many leading conversation messages define a "session" for affinity: the system
+# prompt and the first exchange are what later requests of the conversation repeat.
+AFFINITY_MESSAGES = 3
+
+
+@dataclass(frozen=True)
+class EngineLoad:
+    running: float = 0.0
+    waiting: float = 0.0
+    kv_usage: float = 0.0  # 0..1
+
+
+def parse_engine_load(text: str) -> EngineLoad:
+    """Sum running / waiting over the engine's samples (one per model and engine index)
+    and take the fullest KV cache."""
+    running = waiting = kv = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == RUNNING:
+                running += sample.value
+            elif sample.name == WAITING:
+                waiting += sample.value
+            elif sample.name == KV_USAGE:
+                kv = max(kv, sample.value)
+    return EngineLoad(running, waiting, kv)
+
+
+def affinity_key(payload: Mapping[str, Any], session: str | None = None) -> str | None:
+    """A stable key for the conversation's shared prefix, or None when there is nothing to
+    share (a lone short user message gains nothing from a warm prefix cache).
+
+    An explicit session id (header) wins; otherwise the model, the system prompt(s) and the
+    first turns are hashed.
+    """
+    if session:
+        return "s:" + hashlib.blake2b(session.encode(), digest_size=8).hexdigest()
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return None
+    head = messages[:AFFINITY_MESSAGES]
+    if len(head) == 1 and not _is_system(head[0]):
+        return None
+    blob = json.dumps([payload.get("model"), head], sort_keys=True, default=str)
+    return "p:" + hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
+
+
+def _is_system(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") in ("system", "developer")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the balancer needs to know of a replica that may take a request now."""
+
+    name: str
+    in_flight: int  # requests this core has sent and not finished
+    limit: int  # max_in_flight
+    load: EngineLoad = EngineLoad()
+
+    @property
+    def occupancy(self) -> float:
+        # The engine also counts other gateways' requests; ours are exact and current.
+        return max(float(self.in_flight), self.load.running + self.load.waiting)
+
+    @property
+    def score(self) -> float:
+        # Share of the admission limit in use, plus KV pressure (a full cache preempts).
+        return self.occupancy / self.limit + self.load.kv_usage
+
+    @property
+    def has_room(self) -> bool:
+        return self.in_flight < self.limit
+
+
+def rendezvous(key: str, names: Sequence[str]) -> str:
+    """The replica that owns ``key`` among ``names`` (highest random weight)."""
+    return max(names, key=lambda n: hashlib.blake2b(f"{key}|{n}".encode(), digest_size=8).digest())
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str
+    affinity: str  # "hit", "fallback" (preferred replica too busy) or "none"
+
+
+def choose(candidates: Sequence[Candidate], key: str | None, slack: float) -> Choice | None:
+    """The replica for a request: the key's preferred replica unless it is full or more
+    than ``slack`` busier than the least loaded, else the least loaded; None if all full."""
+    open_ = [c for c in candidates if c.has_room]
+    if not open_:
+        return None
+    best = min(open_, key=lambda c: (c.score, c.name))
+    if key is None:
+        return Choice(best.name, "none")
+    preferred_name = rendezvous(key, [c.name for c in candidates])
+    preferred = next((c for c in open_ if c.name == preferred_name), None)
+    if preferred is not None and preferred.score <= best.score + slack:
+        return Choice(preferred.name, "hit")
+    return Choice(best.name, "fallback")

@@ -1,0 +1,125 @@
+"""The core's Prometheus metrics: requests, disconnects, and the pool (replicas, queues)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from core.admission import PRIORITIES
+from core.pool import Pool
+
+STATES = ("ready", "starting", "restarting", "down", "draining", "drained", "stopped")
+
+
+@dataclass
+class CoreMetrics:
+    registry: CollectorRegistry
+    requests: Counter
+    in_flight: Gauge
+    disconnects: Counter
+    engine_ready: Gauge
+    replica_state: Gauge
+    replica_in_flight: Gauge
+    replica_engine_requests: Gauge
+    replica_kv_usage: Gauge
+    replica_restarts: Gauge
+    queue_depth: Gauge
+    queue_limit: Gauge
+    admitted: Gauge
+    rejected: Gauge
+    affinity: Gauge
+    evicted: Gauge
+
+    @classmethod
+    def create(cls) -> CoreMetrics:
+        r = CollectorRegistry()
+
+        def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
+            return Gauge(name, doc, list(labels), registry=r)
+
+        return cls(
+            registry=r,
+            requests=Counter(
+                "edgecore_core_requests",
+                "Chat requests by HTTP version of the caller and response status.",
+                ["http_version", "status"],
+                registry=r,
+            ),
+            in_flight=gauge("edgecore_core_in_flight", "Requests in flight."),
+            disconnects=Counter(
+                "edgecore_core_client_disconnects",
+                "Requests whose caller left before the end; engine work was aborted.",
+                registry=r,
+            ),
+            engine_ready=gauge(
+                "edgecore_core_engine_ready", "1 when some replica's engine is healthy."
+            ),
+            replica_state=gauge(
+                "edgecore_core_replica_state", "1 for the replica's current state.",
+                ("replica", "state"),
+            ),
+            replica_in_flight=gauge(
+                "edgecore_core_replica_in_flight", "Requests this core has on the replica.",
+                ("replica",),
+            ),
+            replica_engine_requests=gauge(
+                "edgecore_core_replica_engine_requests",
+                "The engine's own running / waiting counts, as last polled.",
+                ("replica", "kind"),
+            ),
+            replica_kv_usage=gauge(
+                "edgecore_core_replica_kv_cache_usage", "The engine's KV cache usage (0-1).",
+                ("replica",),
+            ),
+            replica_restarts=gauge(
+                "edgecore_core_replica_restarts", "Engine restarts after a crash.", ("replica",)
+            ),
+            queue_depth=gauge(
+                "edgecore_core_queue_depth", "Requests waiting for a replica.", ("priority",)
+            ),
+            queue_limit=gauge(
+                "edgecore_core_queue_limit", "Queue bound per priority class.", ("priority",)
+            ),
+            admitted=gauge(
+                "edgecore_core_admitted", "Requests given a replica, since start.", ("priority",)
+            ),
+            rejected=gauge(
+                "edgecore_core_rejected",
+                "Requests refused since start (queue_full, queue_timeout: 429; no_replica: 503).",
+                ("priority", "reason"),
+            ),
+            affinity=gauge(
+                "edgecore_core_affinity",
+                "Replica choices since start: hit (the conversation's replica), fallback "
+                "(it was too busy), none (no shared prefix).",
+                ("outcome",),
+            ),
+            evicted=gauge(
+                "edgecore_core_drain_evicted",
+                "Requests ended because a drain deadline passed, since start.",
+            ),
+        )
+
+    def observe(self, pool: Pool) -> None:
+        """Copy the pool's state into the gauges (at scrape time: no bookkeeping per request)."""
+        self.engine_ready.set(1 if pool.available() else 0)
+        for rep in pool.replicas:
+            state = rep.state
+            for s in STATES:
+                self.replica_state.labels(rep.name, s).set(1 if s == state else 0)
+            self.replica_in_flight.labels(rep.name).set(rep.in_flight)
+            self.replica_engine_requests.labels(rep.name, "running").set(rep.load.running)
+            self.replica_engine_requests.labels(rep.name, "waiting").set(rep.load.waiting)
+            self.replica_kv_usage.labels(rep.name).set(rep.load.kv_usage)
+            self.replica_restarts.labels(rep.name).set(rep.engine.restarts if rep.engine else 0)
+        adm = pool.admission
+        for p in PRIORITIES:
+            self.queue_depth.labels(p).set(adm.depth(p))
+            self.queue_limit.labels(p).set(adm.limits[p])
+            self.admitted.labels(p).set(adm.admitted[p])
+            for reason in ("queue_full", "queue_timeout", "no_replica"):
+                self.rejected.labels(p, reason).set(adm.rejected[(p, reason)])
+        for outcome in ("hit", "fallback", "none"):
+            self.affinity.labels(outcome).set(pool.affinity[outcome])
+        self.evicted.set(pool.evicted)

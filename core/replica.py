@@ -1,0 +1,153 @@
+"""One replica of the pool: its engine (supervised here or run elsewhere), its HTTP client,
+what this core has in flight on it, its last known load, and its administrative state."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import httpx
+
+from core.balancer import Candidate, EngineLoad, parse_engine_load
+from core.engine import Engine
+from core.pool_config import ReplicaConfig
+
+# active: takes traffic when healthy; draining: finishes what it has, takes nothing new;
+# drained: idle, engine still up; stopped: drained and its engine stopped.
+AdminState = Literal["active", "draining", "drained", "stopped"]
+
+
+@dataclass(eq=False)
+class Lease:
+    """A request's hold on a replica slot, from admission to the end of its answer."""
+
+    replica: Replica
+    evicted: asyncio.Event = field(default_factory=asyncio.Event)
+    released: bool = False
+
+
+class Replica:
+    def __init__(
+        self,
+        config: ReplicaConfig,
+        home: Path,
+        request_timeout_s: float,
+        log_file: IO[bytes] | None,
+        on_change: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.engine = (
+            Engine(config.engine, home, log_file, on_change, name=f"engine {config.name}")
+            if config.manage
+            else None
+        )
+        self.client = httpx.AsyncClient(
+            base_url=config.engine.base_url,
+            timeout=httpx.Timeout(request_timeout_s, connect=5.0),
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+        )
+        self.admin: AdminState = "active"
+        self.in_flight = 0
+        self.leases: set[Lease] = set()
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.load = EngineLoad()
+        self.load_at: float | None = None
+        self.reachable = False  # last /metrics read worked (engines run elsewhere)
+        self.served = 0
+
+    # --- state ---------------------------------------------------------------------------
+
+    @property
+    def healthy(self) -> bool:
+        if self.engine is not None:
+            return self.engine.ready.is_set()
+        return self.reachable
+
+    @property
+    def admitting(self) -> bool:
+        return self.admin == "active" and self.healthy
+
+    @property
+    def state(self) -> str:
+        """One word for people: ready, starting, restarting, down, draining, drained, stopped."""
+        if self.admin != "active":
+            return self.admin
+        if self.healthy:
+            return "ready"
+        if self.engine is not None:
+            return "restarting" if self.engine.restarts else "starting"
+        return "down"
+
+    def candidate(self) -> Candidate:
+        return Candidate(self.name, self.in_flight, self.config.max_in_flight, self.load)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "url": self.config.engine.base_url,
+            "managed": self.engine is not None,
+            "pid": self.engine.pid if self.engine else None,
+            "restarts": self.engine.restarts if self.engine else 0,
+            "in_flight": self.in_flight,
+            "max_in_flight": self.config.max_in_flight,
+            "served": self.served,
+            "engine_running": self.load.running,
+            "engine_waiting": self.load.waiting,
+            "kv_cache_usage": self.load.kv_usage,
+            "load_age_s": round(time.monotonic() - self.load_at, 2) if self.load_at else None,
+        }
+
+    # --- leases --------------------------------------------------------------------------
+
+    def take(self) -> Lease:
+        lease = Lease(self)
+        self.leases.add(lease)
+        self.in_flight += 1
+        self.served += 1
+        self.idle.clear()
+        return lease
+
+    def give_back(self, lease: Lease) -> bool:
+        """Release ``lease``; False if it was already released (idempotent)."""
+        if lease.released:
+            return False
+        lease.released = True
+        self.leases.discard(lease)
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self.idle.set()
+        return True
+
+    def suspect(self) -> None:
+        """A request could not reach the engine: take no more until health says otherwise."""
+        if self.engine is not None:
+            self.engine.suspect()
+        else:
+            self.reachable = False
+
+    # --- background ----------------------------------------------------------------------
+
+    async def poll_load(self) -> None:
+        """Read the engine's /metrics once (load for the balancer, reachability)."""
+        try:
+            r = await self.client.get("/metrics", timeout=2.0)
+            r.raise_for_status()
+            self.load = parse_engine_load(r.text)
+            self.load_at = time.monotonic()
+            self.reachable = True
+        except (httpx.HTTPError, ValueError):
+            self.reachable = False
+
+    async def aclose(self) -> None:
+        if self.engine is not None:
+            await self.engine.stop()
+        with contextlib.suppress(Exception):
+            await self.client.aclose()
