@@ -6,13 +6,17 @@ import asyncio
 import contextlib
 import json
 import os
+import re
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +93,13 @@ def redis_server() -> Iterator[int]:
 @contextlib.contextmanager
 def edge_server(log: Path, **settings: str) -> Iterator[str]:
     """``edgecore edge serve`` on a free port with ``EDGECORE_EDGE_*`` settings."""
+    with edge_process(log, **settings) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def edge_process(log: Path, **settings: str) -> Iterator[tuple[str, int]]:
+    """Like ``edge_server``, also yielding the edge's pid (to read its CPU time)."""
     port = free_port()
     env = dict(os.environ, EDGECORE_EDGE_PORT=str(port))
     env.update({f"EDGECORE_EDGE_{k.upper()}": v for k, v in settings.items()})
@@ -109,7 +120,7 @@ def edge_server(log: Path, **settings: str) -> Iterator[str]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"edge did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)
-        yield url
+        yield url, proc.pid
     finally:
         proc.terminate()
         proc.wait(30)
@@ -124,3 +135,210 @@ def save(name: str, results: dict[str, Any], out: Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
     return path
+
+
+# --- processes, stacks and streams shared by the forward, replay and vLLM-client benches ---
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+BENCH_VENV = default_home() / "bench-venv"
+
+
+def shared_data(*parts: str) -> Path:
+    """A file under ``../shared/data``; exits with a clear message when it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        raise SystemExit(f"{path} is absent: this benchmark reads ../shared/data beside the repo")
+    return path
+
+
+def wait_http(url: str, *, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    """Poll ``url`` until it answers below 500; exit with the log's tail if ``proc`` dies."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"{url} did not come up:\n{log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
+def _stop_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM the child's process group, then SIGKILL what is left after ``timeout``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def child(
+    argv: list[str],
+    log: Path,
+    *,
+    ready: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> Iterator[int]:
+    """Run ``argv`` in its own process group until ``ready`` answers; yields its pid.
+
+    On exit the whole group gets SIGTERM (SIGKILL after 20 s): nothing is left behind.
+    """
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            argv,
+            env=dict(os.environ, **(env or {})),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_http(ready, proc=proc, log=log, timeout=timeout)
+        yield proc.pid
+    finally:
+        _stop_group(proc, 20)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0.0
+    for p in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            t = p.cpu_times()
+            total += t.user + t.system
+    return total
+
+
+def pid_on_port(port: int) -> int:
+    """The process listening on a loopback TCP ``port``."""
+    import psutil
+
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            if conn.pid is not None:
+                return int(conn.pid)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+@dataclass
+class Stack:
+    """A running ``edgecore up``: URLs, the development key and each process's port."""
+
+    edge: str
+    core: str
+    engine: str
+    key: str  # the edge's development key
+    core_token: str  # what edges present to the core (EDGECORE_CORE_AUTH_TOKEN)
+    ports: dict[str, int]
+    log: Path
+
+    @property
+    def core_headers(self) -> dict[str, str]:
+        """Headers for calling the core directly, as an edge does."""
+        return {"authorization": f"Bearer {self.core_token}"}
+
+
+@contextlib.contextmanager
+def stack(log: Path, env: dict[str, str] | None = None) -> Iterator[Stack]:
+    """``edgecore up`` (Redis, core + vLLM, edge) on free ports; stopped (SIGTERM) on exit.
+
+    The core's edge token is chosen here (``EDGECORE_CORE_AUTH_TOKEN``, which ``up`` hands to
+    the core and the edge), so a benchmark can also call the core directly.
+    """
+    ports = {name: free_port() for name in ("edge", "core", "engine", "redis")}
+    token = (env or {}).get("EDGECORE_CORE_AUTH_TOKEN") or f"bench-{uuid.uuid4().hex}"
+    env = {**(env or {}), "EDGECORE_CORE_AUTH_TOKEN": token}
+    argv = [sys.executable, "-m", "shared.cli", "up"]
+    argv += [f"--{name}-port={port}" for name, port in ports.items()]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            argv,
+            env=dict(os.environ, **(env or {})),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 900
+        while "edgecore is up" not in log.read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"stack did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(1)
+        key = re.search(r"Bearer (ec-[\w-]+)", log.read_text())
+        if key is None:
+            raise SystemExit("no development key in the banner")
+        url = "http://127.0.0.1:{}".format
+        yield Stack(url(ports["edge"]), url(ports["core"]), url(ports["engine"]), key.group(1),
+                    token, ports, log)  # fmt: skip
+    finally:
+        # `up` stops its children in reverse order on SIGTERM; the group kill is the backstop.
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(90)
+        except subprocess.TimeoutExpired:
+            _stop_group(proc, 5)
+
+
+@dataclass
+class Streamed:
+    """One streamed chat completion as the client saw it (milliseconds from the request)."""
+
+    ttft_ms: float
+    total_ms: float
+    headers: httpx.Headers
+    finish_reason: str | None
+    content: str
+
+
+async def stream_chat(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Streamed:
+    """POST a streaming chat completion to ``url`` and read it to the end."""
+    t = time.perf_counter()
+    first: float | None = None
+    finish: str | None = None
+    parts: list[str] = []
+    async with client.stream("POST", url, json=body, headers=headers) as r:
+        if r.status_code != 200:
+            raise RuntimeError(f"{url}: HTTP {r.status_code} {(await r.aread())[:300]!r}")
+        async for line in r.aiter_lines():
+            if not line.startswith("data:") or line.endswith("[DONE]"):
+                continue
+            event = json.loads(line[5:])
+            if "error" in event:
+                raise RuntimeError(f"{url}: error event {event['error']}")
+            for choice in event.get("choices") or ():
+                text = (choice.get("delta") or {}).get("content")
+                if text:
+                    if first is None:
+                        first = time.perf_counter()
+                    parts.append(text)
+                finish = choice.get("finish_reason") or finish
+        end = time.perf_counter()
+    if first is None:
+        raise RuntimeError(f"{url}: the stream had no content")
+    return Streamed((first - t) * 1000.0, (end - t) * 1000.0, r.headers, finish, "".join(parts))
+
+
+def bench_venv(requirement: str, executable: str) -> Path:
+    """``executable`` from a private venv (``<home>/bench-venv``), installing it once.
+
+    Alternatives under test (LiteLLM) pin versions that would clash with vLLM's in .venv.
+    """
+    exe = BENCH_VENV / "bin" / executable
+    if exe.exists():
+        return exe
+    progress(f"installing {requirement} into {BENCH_VENV} (once; a few minutes) ...")
+    subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
+    pip = [str(BENCH_VENV / "bin" / "pip"), "install", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, requirement], check=True)
+    if not exe.exists():
+        raise SystemExit(f"{requirement} installed no {executable} in {BENCH_VENV}")
+    return exe

@@ -14,10 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -26,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import free_port, summary
+from bench.common import stack, summary
 
 CORE_MODEL = "smollm2-135m-instruct"
 EDGE_MODEL = "edge-smollm2-135m"
@@ -54,8 +50,14 @@ def running(client: httpx.Client, engine: str) -> float:
     )
 
 
-def abort_ms(client: httpx.Client, url: str, body: dict[str, Any], engine: str) -> float:
-    with client.stream("POST", url + "/v1/chat/completions", json=body) as r:
+def abort_ms(
+    client: httpx.Client,
+    url: str,
+    body: dict[str, Any],
+    engine: str,
+    headers: dict[str, str] | None = None,
+) -> float:
+    with client.stream("POST", url + "/v1/chat/completions", json=body, headers=headers) as r:
         for line in r.iter_lines():
             if '"content":"' in line and '"content":""' not in line:
                 break
@@ -67,30 +69,12 @@ def abort_ms(client: httpx.Client, url: str, body: dict[str, Any], engine: str) 
     return (time.perf_counter() - left) * 1000.0
 
 
-def start_stack(log: Path) -> tuple[subprocess.Popen[bytes], dict[str, int], str]:
-    ports = {name: free_port() for name in ("edge", "core", "engine", "redis")}
-    argv = [sys.executable, "-m", "shared.cli", "up"]
-    argv += [f"--{name}-port={port}" for name, port in ports.items()]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 900
-    while "edgecore is up" not in log.read_text():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"stack did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(1)
-    key = re.search(r"Bearer (ec-[\w-]+)", log.read_text())
-    if key is None:
-        raise SystemExit("no development key in the banner")
-    return proc, ports, key.group(1)
-
-
 def run(n: int) -> dict[str, Any]:
     log = Path(tempfile.mkdtemp()) / "up.log"
     print("starting the stack (Redis, core + vLLM, edge) ...", flush=True)
-    proc, ports, key = start_stack(log)
-    edge, core = f"http://127.0.0.1:{ports['edge']}", f"http://127.0.0.1:{ports['core']}"
     results: dict[str, Any] = {"requests": n, "machine": {"cpus": os.cpu_count()}}
-    try:
+    with stack(log) as s:
+        edge, core, key, core_auth = s.edge, s.core, s.key, s.core_headers
         with httpx.Client(timeout=120, headers={"authorization": f"Bearer {key}"}) as client:
             # 1. cache hits: one deterministic prompt, answered once, then repeated.
             body = {
@@ -115,7 +99,7 @@ def run(n: int) -> dict[str, Any]:
             miss_ms = []
             for _ in range(max(5, n // 10)):
                 t = time.perf_counter()
-                client.post(core + "/v1/chat/completions", json=core_body)
+                client.post(core + "/v1/chat/completions", json=core_body, headers=core_auth)
                 miss_ms.append((time.perf_counter() - t) * 1000.0)
             results["cache_hit"] = summary(hit_ms) | {"edge_overhead": summary(overhead)}
             results["core_direct_same_prompt"] = summary(miss_ms)
@@ -140,12 +124,12 @@ def run(n: int) -> dict[str, Any]:
             via_edge, direct = [], []
             for p in prompts:  # interleaved, so drift hits both alike
                 via_edge.append(ttft_ms(client, edge, chat(CORE_MODEL, p), no_store))
-                direct.append(ttft_ms(client, core, chat(CORE_MODEL, p), {}))
+                direct.append(ttft_ms(client, core, chat(CORE_MODEL, p), core_auth))
             results["ttft_core_via_edge"] = summary(via_edge)
             results["ttft_core_direct"] = summary(direct)
             # 3. Disconnect -> abort: the client leaves mid-stream; how long until the engine
             # stops generating (polled from vLLM's own gauge).
-            engine = f"http://127.0.0.1:{ports['engine']}"
+            engine = s.engine
             k = max(5, n // 20)
             story = {"model": CORE_MODEL, "stream": True, "max_tokens": 400, "temperature": 0.7,
                      "messages": [{"role": "user", "content": "Write a long story."}]}  # fmt: skip
@@ -153,7 +137,7 @@ def run(n: int) -> dict[str, Any]:
             via_edge_abort, direct_abort = [], []
             for _ in range(k):
                 via_edge_abort.append(abort_ms(client, edge, story, engine))
-                direct_abort.append(abort_ms(client, core, story, engine))
+                direct_abort.append(abort_ms(client, core, story, engine, core_auth))
             results["abort_via_edge"] = summary(via_edge_abort)
             results["abort_core_direct"] = summary(direct_abort)
             results["ratios"] = {
@@ -165,9 +149,6 @@ def run(n: int) -> dict[str, Any]:
                     3,
                 ),
             }
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
     return results
 
 

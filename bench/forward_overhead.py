@@ -1,0 +1,430 @@
+"""Forward-path overhead: the edge vs LiteLLM's proxy vs straight to the upstream.
+
+    .venv/bin/python -m bench.forward_overhead [--requests 400] [--vllm-requests 32]
+        [--clients 1,16,64] [--upstream fake,vllm]
+
+Three paths to the same upstream, in the same run, at 1, 16 and 64 concurrent streaming
+clients (HTTP/1.1 from this process; every request streams, ``max_tokens`` 20):
+- ``direct``: straight to the upstream;
+- ``edge``: through an edgecore edge (auth with a key, rate limiter in Redis, validation,
+  routing by rule, HTTP/2 to the upstream, SSE relay), cache off per request
+  (``x-edgecore-cache: off``) and the core's model named, so no embedding is computed:
+  this is the forwarding cost alone (embedding and cache lookup are in bench.cache_hit_path);
+- ``litellm``: through the LiteLLM proxy (``litellm[proxy]`` in its own venv,
+  ``openai/<model>`` with ``api_base`` = the same upstream, a master key, logging off).
+
+Two upstreams: ``fake`` (bench/fake_upstream.py streams 20 tokens with no delay, to isolate
+proxy cost) and ``vllm`` (``edgecore up``: the core and its vLLM engine, SmolLM2 on CPU;
+fewer requests). Reports TTFT and total time p50/p95/p99 per path, the overhead of each
+proxy (its percentile minus the direct path's at the same concurrency), requests/s, and
+requests per CPU-second of the proxy process (psutil: user + system time of the process
+and its children during the measured requests). Each concurrency runs in two rounds,
+the second in reverse path order, so drift hits all paths alike.
+Targets (reported, not asserted): edge TTFT overhead p50 <= 2 ms and <= half of LiteLLM's;
+edge requests per CPU-second >= 2x LiteLLM's. Machines here are noisy and have 2 cores
+shared by client, proxy and upstream: compare ratios from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.common import (
+    bench_venv,
+    child,
+    cpu_seconds,
+    edge_process,
+    free_port,
+    load,
+    pct,
+    pid_on_port,
+    progress,
+    redis_server,
+    save,
+    stack,
+    stream_chat,
+    summary,
+)
+from edge.tenants import add_key
+
+MODEL = "smollm2-135m-instruct"  # the edge's core_model: forwarded by rule, never embedded
+PATHS = ("direct", "edge", "litellm")
+MAX_TOKENS = 20
+
+
+@dataclass
+class Target:
+    name: str
+    url: str  # the chat completions URL
+    pid: int | None  # the proxy process whose CPU time is counted
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@contextmanager
+def litellm(
+    upstream: str, tmp: Path, upstream_key: str = "none"
+) -> Iterator[tuple[str, int, str, str]]:
+    """The LiteLLM proxy in front of ``upstream``; yields (url, pid, master key, version).
+
+    ``upstream_key`` is sent as ``Authorization: Bearer`` (the core's edge token).
+    """
+    exe = bench_venv("litellm[proxy]", "litellm")
+    version = subprocess.run(
+        [
+            str(exe.parent / "python"),
+            "-c",
+            "import importlib.metadata as m; print(m.version('litellm'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    key = f"sk-bench-{uuid.uuid4().hex[:12]}"
+    config = tmp / "litellm.yaml"
+    config.write_text(
+        f"""model_list:
+  - model_name: {MODEL}
+    litellm_params:
+      model: openai/{MODEL}
+      api_base: {upstream}/v1
+      api_key: {upstream_key}
+litellm_settings:
+  drop_params: true
+  set_verbose: false
+  turn_off_message_logging: true
+  request_timeout: 600
+general_settings:
+  master_key: {key}
+"""
+    )
+    port = free_port()
+    argv = [str(exe), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+    env = {
+        "LITELLM_LOG": "ERROR",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_DONT_SHOW_FEEDBACK_BOX": "True",
+    }
+    url = f"http://127.0.0.1:{port}"
+    progress(f"starting LiteLLM {version} on :{port} ...")
+    with child(
+        argv, tmp / "litellm.log", ready=url + "/health/liveliness", env=env, timeout=180
+    ) as pid:
+        yield url, pid, key, version
+
+
+def body(i: int) -> dict[str, Any]:
+    return {
+        "model": MODEL,
+        "stream": True,
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0,
+        "messages": [{"role": "user", "content": f"Count from one to twenty. (#{i})"}],
+    }
+
+
+async def measure(
+    paths: list[Target], clients: int, requests: int, rounds: int = 2
+) -> dict[str, Any]:
+    """Every path at ``clients`` concurrency, ``requests`` each, split over ``rounds``."""
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    out: dict[str, Any] = {}
+    acc: dict[str, dict[str, Any]] = {
+        p.name: {"ttft": [], "total": [], "edge_ms": [], "wall": 0.0, "cpu": 0.0} for p in paths
+    }
+    async with httpx.AsyncClient(limits=limits, timeout=600) as client:
+        for p in paths:  # warm up connections and code paths
+            await asyncio.gather(
+                *(stream_chat(client, p.url, body(i), p.headers) for i in range(min(clients, 8)))
+            )
+        per_round = max(1, requests // rounds)
+        for r in range(rounds):
+            for p in paths if r % 2 == 0 else list(reversed(paths)):
+                a = acc[p.name]
+                progress(f"  {p.name:<8} {clients:>3} clients, round {r + 1}/{rounds} ...")
+
+                async def op(i: int, p: Target = p, a: dict[str, Any] = a) -> None:
+                    s = await stream_chat(client, p.url, body(i), p.headers)
+                    a["ttft"].append(s.ttft_ms)
+                    a["total"].append(s.total_ms)
+                    if "x-edgecore-overhead-ms" in s.headers:
+                        a["edge_ms"].append(float(s.headers["x-edgecore-overhead-ms"]))
+
+                cpu0 = cpu_seconds(p.pid) if p.pid else 0.0
+                stats = await load(op, requests=per_round, clients=clients)
+                a["cpu"] += (cpu_seconds(p.pid) - cpu0) if p.pid else 0.0
+                a["wall"] += per_round / stats["per_s"]
+    for p in paths:
+        a = acc[p.name]
+        n = len(a["ttft"])
+        row: dict[str, Any] = {
+            "ttft": summary(a["ttft"]),
+            "total": summary(a["total"]),
+            "per_s": round(n / a["wall"], 1),
+        }
+        if p.pid:
+            row["cpu_s"] = round(a["cpu"], 3)
+            row["requests_per_cpu_s"] = round(n / a["cpu"], 1) if a["cpu"] > 0 else None
+        if a["edge_ms"]:
+            row["edge_overhead_header"] = summary(a["edge_ms"])
+        row["_raw"] = {"ttft": a["ttft"], "total": a["total"]}
+        out[p.name] = row
+    return out
+
+
+def overheads(runs: dict[str, Any]) -> dict[str, Any]:
+    """Each proxy's percentile minus the direct path's, per concurrency (ms)."""
+    result: dict[str, Any] = {}
+    for clients, paths in runs.items():
+        direct = paths["direct"]["_raw"]
+        for name in ("edge", "litellm"):
+            raw = paths[name]["_raw"]
+            result[f"{name}@{clients}"] = {
+                f"{metric}_{q}_ms": round(pct(raw[metric], v) - pct(direct[metric], v), 3)
+                for metric in ("ttft", "total")
+                for q, v in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+            }
+    return result
+
+
+def targets(runs: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for clients, paths in runs.items():
+        e, ll = over[f"edge@{clients}"], over[f"litellm@{clients}"]
+        ecpu = paths["edge"].get("requests_per_cpu_s") or 0.0
+        lcpu = paths["litellm"].get("requests_per_cpu_s") or 0.0
+        out[str(clients)] = {
+            "edge_ttft_overhead_p50_le_2ms": e["ttft_p50_ms"] <= 2.0,
+            "edge_le_half_litellm_p50": e["ttft_p50_ms"] <= 0.5 * ll["ttft_p50_ms"],
+            "edge_per_cpu_vs_litellm": round(ecpu / lcpu, 2) if lcpu else None,
+            "edge_per_cpu_ge_2x": bool(lcpu) and ecpu >= 2 * lcpu,
+        }
+    return out
+
+
+async def run_paths(paths: list[Target], clients: list[int], requests: int) -> dict[str, Any]:
+    runs: dict[str, Any] = {}
+    for c in clients:
+        runs[str(c)] = await measure(paths, c, max(requests, c))
+    return runs
+
+
+def fake_upstream(tmp: Path, clients: list[int], requests: int) -> dict[str, Any]:
+    with ExitStack() as es:
+        port = free_port()
+        upstream = f"http://127.0.0.1:{port}"
+        progress(f"starting the fake upstream on :{port} ...")
+        es.enter_context(
+            child(
+                [sys.executable, "-m", "bench.fake_upstream", str(port)],
+                tmp / "fake.log",
+                ready=upstream + "/readyz",
+            )
+        )
+        redis_port = es.enter_context(redis_server())
+        key = add_key(tmp / "keys.toml", "bench")
+        progress("starting an edge (loads its models: ~20 s) ...")
+        edge_url, edge_pid = es.enter_context(
+            edge_process(
+                tmp / "edge.log",
+                redis_url=f"redis://127.0.0.1:{redis_port}/0",
+                keys_file=str(tmp / "keys.toml"),
+                core_url=upstream,
+                cache_index=f"bench:fwd:{uuid.uuid4().hex[:6]}",
+            )
+        )
+        ll_url, ll_pid, ll_key, version = es.enter_context(litellm(upstream, tmp))
+        paths = _paths(upstream, edge_url, edge_pid, key, ll_url, ll_pid, ll_key)
+        runs = asyncio.run(run_paths(paths, clients, requests))
+        return {"runs": runs, "litellm_version": version}
+
+
+def vllm_upstream(tmp: Path, clients: list[int], requests: int) -> dict[str, Any]:
+    progress("starting the stack (Redis, core + vLLM, edge): ~1-2 min ...")
+    with (
+        stack(tmp / "up.log") as s,
+        litellm(s.core, tmp, s.core_token) as (ll_url, ll_pid, ll_key, version),
+    ):
+        edge_pid = pid_on_port(s.ports["edge"])
+        paths = _paths(s.core, s.edge, edge_pid, s.key, ll_url, ll_pid, ll_key, s.core_headers)
+        runs = asyncio.run(run_paths(paths, clients, requests))
+        return {"runs": runs, "litellm_version": version}
+
+
+def _paths(
+    upstream: str,
+    edge: str,
+    edge_pid: int,
+    key: str,
+    ll: str,
+    ll_pid: int,
+    ll_key: str,
+    upstream_headers: dict[str, str] | None = None,
+) -> list[Target]:
+    chat = "/v1/chat/completions"
+    return [
+        Target("direct", upstream + chat, None, upstream_headers or {}),
+        Target(
+            "edge",
+            edge + chat,
+            edge_pid,
+            {"authorization": f"Bearer {key}", "x-edgecore-cache": "off"},
+        ),
+        Target("litellm", ll + chat, ll_pid, {"authorization": f"Bearer {ll_key}"}),
+    ]
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = []
+    head = (
+        f"{'upstream':<9}{'clients':>8} {'path':<9}{'TTFT p50':>9}{'p95':>8}{'p99':>8}"
+        f"{'total p50':>10}{'p95':>8}{'p99':>8}{'req/s':>8}{'req/CPU-s':>10}"
+    )
+    for upstream, data in results["upstreams"].items():
+        lines.append(head)
+        for clients, paths in data["runs"].items():
+            for name, r in paths.items():
+                t, tot = r["ttft"], r["total"]
+                per_cpu = r.get("requests_per_cpu_s")
+                lines.append(
+                    f"{upstream:<9}{clients:>8} {name:<9}{t['p50_ms']:>9.2f}{t['p95_ms']:>8.2f}"
+                    f"{t['p99_ms']:>8.2f}{tot['p50_ms']:>10.2f}{tot['p95_ms']:>8.2f}"
+                    f"{tot['p99_ms']:>8.2f}{r['per_s']:>8.1f}"
+                    + (f"{per_cpu:>10.1f}" if per_cpu else f"{'-':>10}")
+                )
+        lines.append(
+            f"{'':<9}{'clients':>8} {'overhead':<9}{'TTFT p50':>9}{'p95':>8}{'p99':>8}"
+            f"{'total p50':>10}{'p95':>8}{'p99':>8}{'edge hdr':>9}"
+        )
+        for name, o in data["overhead_ms"].items():
+            proxy, clients = name.split("@")
+            hdr = data["runs"][clients][proxy].get("edge_overhead_header")
+            lines.append(
+                f"{upstream:<9}{clients:>8} {proxy:<9}{o['ttft_p50_ms']:>9.2f}"
+                f"{o['ttft_p95_ms']:>8.2f}{o['ttft_p99_ms']:>8.2f}{o['total_p50_ms']:>10.2f}"
+                f"{o['total_p95_ms']:>8.2f}{o['total_p99_ms']:>8.2f}"
+                + (f"{hdr['p50_ms']:>9.2f}" if hdr else "")
+            )
+        for clients, t in data["targets"].items():
+            lines.append(
+                f"targets {upstream} @{clients}: edge TTFT overhead p50 <= 2 ms: "
+                f"{_yes(t['edge_ttft_overhead_p50_le_2ms'])}; <= half of LiteLLM's: "
+                f"{_yes(t['edge_le_half_litellm_p50'])}; req/CPU-s edge/LiteLLM "
+                f"{t['edge_per_cpu_vs_litellm']}x (>= 2x: {_yes(t['edge_per_cpu_ge_2x'])})"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "NO"
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ups = list(results["upstreams"])
+    fig, axes = plt.subplots(len(ups), 2, figsize=(12, 4.2 * len(ups)), squeeze=False)
+    width = 0.2
+    for row, upstream in enumerate(ups):
+        data = results["upstreams"][upstream]
+        clients = list(data["runs"])
+        x = np.arange(len(clients))
+        ax = axes[row][0]
+        for i, (proxy, q) in enumerate(
+            (("edge", "p50"), ("edge", "p99"), ("litellm", "p50"), ("litellm", "p99"))
+        ):
+            vals = [data["overhead_ms"][f"{proxy}@{c}"][f"ttft_{q}_ms"] for c in clients]
+            ax.bar(
+                x + i * width,
+                vals,
+                width,
+                label=f"{proxy} {q}",
+                color=("tab:blue" if proxy == "edge" else "tab:orange"),
+                alpha=1.0 if q == "p50" else 0.5,
+            )
+        ax.axhline(2, color="grey", linestyle="--", linewidth=1)
+        ax.set_xticks(x + 1.5 * width, [f"{c} clients" for c in clients])
+        ax.set_title(f"{upstream}: TTFT overhead vs direct (ms)")
+        ax.legend(fontsize=8)
+        ax = axes[row][1]
+        for i, proxy in enumerate(("edge", "litellm")):
+            vals = [data["runs"][c][proxy].get("requests_per_cpu_s") or 0 for c in clients]
+            ax.bar(
+                x + i * width,
+                vals,
+                width,
+                label=proxy,
+                color=("tab:blue" if proxy == "edge" else "tab:orange"),
+            )
+        ax.set_xticks(x + 0.5 * width, [f"{c} clients" for c in clients])
+        ax.set_title(f"{upstream}: requests per CPU-second of the proxy")
+        ax.legend(fontsize=8)
+    fig.suptitle("Forward path: edgecore edge vs LiteLLM proxy (same upstream, same run)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--requests", type=int, default=400, help="per path and concurrency, fake upstream"
+    )
+    parser.add_argument(
+        "--vllm-requests",
+        type=int,
+        default=32,
+        help="per path and concurrency, vLLM (at least the concurrency)",
+    )
+    parser.add_argument("--clients", default="1,16,64", help="concurrency levels")
+    parser.add_argument("--upstream", default="fake,vllm", help="fake, vllm or both")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    clients = [int(c) for c in args.clients.split(",")]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-fwd-"))
+    results: dict[str, Any] = {
+        "clients": clients,
+        "max_tokens": MAX_TOKENS,
+        "model": MODEL,
+        "logs": str(tmp),
+        "upstreams": {},
+    }
+    for upstream in args.upstream.split(","):
+        progress(f"== upstream: {upstream}")
+        if upstream == "fake":
+            data = fake_upstream(tmp, clients, args.requests)
+        elif upstream == "vllm":
+            data = vllm_upstream(tmp, clients, args.vllm_requests)
+        else:
+            raise SystemExit(f"unknown upstream {upstream!r}: fake or vllm")
+        data["overhead_ms"] = overheads(data["runs"])
+        data["targets"] = targets(data["runs"], data["overhead_ms"])
+        for paths in data["runs"].values():
+            for row in paths.values():
+                row.pop("_raw")
+        results["upstreams"][upstream] = data
+    path = save("forward_overhead", results, args.out)
+    plot(results, path.with_suffix(".png"))
+    print(table(results))
+    print(f"wrote {path} and {path.with_suffix('.png')}")
+
+
+if __name__ == "__main__":
+    main()
