@@ -57,6 +57,10 @@ def _state(request: Request) -> CoreState:
     return state
 
 
+# Failures before any response header that mean "this engine is not there right now".
+_ENGINE_GONE = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
 def _unavailable(message: str = "model engine is not ready") -> ApiError:
     return ApiError(503, message, code="engine_unavailable", headers={"retry-after": "5"})
 
@@ -77,8 +81,9 @@ def _rejected(exc: Rejected, settings: CoreSettings) -> ApiError:
 async def _open(
     st: CoreState, body: bytes, rid: str, priority: Priority, key: str | None, timeout: float
 ) -> tuple[Lease, httpx.Response]:
-    """Admit, then send to the replica; a replica that refuses the connection gets one
-    retry elsewhere (nothing reached an engine, so nothing is done twice)."""
+    """Admit, then send to the replica. A replica whose engine refuses the connection or
+    drops it before answering (killed, restarting) is marked down and the request gets one
+    retry on another replica: no answer came back, so the caller saw nothing twice."""
     exclude: frozenset[str] = frozenset()
     headers = {"content-type": "application/json", "x-request-id": rid}
     for _ in range(2):
@@ -88,7 +93,7 @@ async def _open(
                                         headers=headers)  # fmt: skip
         try:
             return lease, await unless_evicted(lease, client.send(upstream, stream=True))
-        except httpx.ConnectError:
+        except _ENGINE_GONE:
             st.pool.release(lease, failed=True)
             exclude |= {lease.replica.name}
         except (httpx.HTTPError, Evicted):

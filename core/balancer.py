@@ -22,11 +22,6 @@ RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 KV_USAGE = "vllm:kv_cache_usage_perc"
 
-# How many leading conversation messages define a "session" for affinity: the system
-# prompt and the first exchange are what later requests of the conversation repeat.
-AFFINITY_MESSAGES = 3
-
-
 @dataclass(frozen=True)
 class EngineLoad:
     running: float = 0.0
@@ -50,20 +45,18 @@ def parse_engine_load(text: str) -> EngineLoad:
 
 
 def affinity_key(payload: Mapping[str, Any], session: str | None = None) -> str | None:
-    """A stable key for the conversation's shared prefix, or None when there is nothing to
-    share (a lone short user message gains nothing from a warm prefix cache).
-
-    An explicit session id (header) wins; otherwise the model, the system prompt(s) and the
-    first turns are hashed.
-    """
+    """A stable key for the conversation's shared prefix: an explicit session id (header),
+    else the model, the leading system prompt(s) and the first turn, which every later
+    request of the conversation repeats. None without messages."""
     if session:
         return "s:" + hashlib.blake2b(session.encode(), digest_size=8).hexdigest()
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         return None
-    head = messages[:AFFINITY_MESSAGES]
-    if len(head) == 1 and not _is_system(head[0]):
-        return None
+    n = 0
+    while n < len(messages) and _is_system(messages[n]):
+        n += 1
+    head = messages[: n + 1]
     blob = json.dumps([payload.get("model"), head], sort_keys=True, default=str)
     return "p:" + hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
 

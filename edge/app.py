@@ -194,6 +194,12 @@ def create_app(settings: EdgeSettings) -> Starlette:
             breaker_threshold=settings.core_breaker_threshold,
             breaker_cooldown_s=settings.core_breaker_cooldown_s,
             ca_file=settings.core_ca_file,
+            token=settings.core_token.get_secret_value() if settings.core_token else None,
+            client_cert=(
+                (settings.core_client_certfile, settings.core_client_keyfile)
+                if settings.core_client_certfile and settings.core_client_keyfile
+                else None
+            ),
         )
         await core.probe()
         probes = asyncio.create_task(core.probe_forever(settings.core_probe_interval_s))

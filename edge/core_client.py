@@ -47,9 +47,15 @@ class Timeouts:
     idle_s: float
 
 
-def tls_context(ca_file: Path | None) -> ssl.SSLContext:
-    """Verification for https cores: the system's CAs, or a private CA for the core fleet."""
-    return ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+def tls_context(
+    ca_file: Path | None, client_cert: tuple[Path, Path] | None = None
+) -> ssl.SSLContext:
+    """Verification for https cores: the system's CAs, or a private CA for the core fleet;
+    with ``client_cert`` (certificate, key) the edge also proves who it is (mTLS)."""
+    context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+    if client_cert is not None:
+        context.load_cert_chain(str(client_cert[0]), str(client_cert[1]))
+    return context
 
 
 @dataclass
@@ -67,6 +73,7 @@ class Core:
     max_connections: int
     timeouts: Timeouts
     verify: ssl.SSLContext
+    headers: dict[str, str] = field(default_factory=dict)
     healthy: bool = True
     rtt_s: float | None = None
     connections: list[_Connection] = field(default_factory=list)
@@ -80,6 +87,7 @@ class Core:
             timeout=httpx.Timeout(t.idle_s, connect=t.connect_s, pool=t.connect_s),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             verify=self.verify,
+            headers=self.headers,  # the core's edge token, on every request and probe
         )
         conn = _Connection(client)
         self.connections.append(conn)
@@ -137,12 +145,15 @@ class CorePool:
         breaker_threshold: int = 3,
         breaker_cooldown_s: float = 10.0,
         ca_file: Path | None = None,
+        token: str | None = None,
+        client_cert: tuple[Path, Path] | None = None,
     ) -> None:
         self.timeouts = timeouts
-        verify = tls_context(ca_file)
+        verify = tls_context(ca_file, client_cert)
+        headers = {"authorization": f"Bearer {token}"} if token else {}
         self.cores = [
             Core(url.rstrip("/"), priority, CircuitBreaker(breaker_threshold, breaker_cooldown_s),
-                 streams_per_connection, max_connections, timeouts, verify)
+                 streams_per_connection, max_connections, timeouts, verify, dict(headers))
             for url, priority in cores
         ]  # fmt: skip
         self.failovers = 0
@@ -154,7 +165,14 @@ class CorePool:
         # Unhealthy cores are a last resort: a probe can be wrong, a request will tell.
         return [c for c in closed if c.healthy] + [c for c in closed if not c.healthy]
 
-    async def send(self, payload: dict[str, Any], *, request_id: str, stream: bool) -> Upstream:
+    async def send(
+        self,
+        payload: dict[str, Any],
+        *,
+        request_id: str,
+        stream: bool,
+        priority: str | None = None,
+    ) -> Upstream:
         """POST a chat completion to the best core; returns once response headers arrive.
 
         Raises CoreUnavailable when every core failed before its first byte, ApiError for
@@ -169,7 +187,7 @@ class CorePool:
                 self.failovers += 1
             tried += 1
             try:
-                return await self._send_to(core, payload, request_id, stream)
+                return await self._send_to(core, payload, request_id, stream, priority)
             except CoreUnavailable as exc:
                 core.breaker.failure()
                 log.warning("core %s: %s", core.url, exc)
@@ -177,15 +195,23 @@ class CorePool:
         raise last
 
     async def _send_to(
-        self, core: Core, payload: dict[str, Any], request_id: str, stream: bool
+        self,
+        core: Core,
+        payload: dict[str, Any],
+        request_id: str,
+        stream: bool,
+        priority: str | None = None,
     ) -> Upstream:
+        headers = {"x-request-id": request_id}
+        if priority:
+            headers["x-edgecore-priority"] = priority  # the core's admission class
         for attempt in range(2):
             conn = core.connection()
             request = conn.client.build_request(
                 "POST",
                 "/v1/chat/completions",
                 json=payload,
-                headers={"x-request-id": request_id},
+                headers=headers,
                 timeout=httpx.USE_CLIENT_DEFAULT if stream else self._unary_timeout,
             )
             conn.active += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.paths import default_home, default_models_dir
@@ -43,6 +43,13 @@ class EdgeSettings(BaseSettings):
     core_ca_file: Path | None = Field(
         default=None, description="CA bundle that signs the cores' certificates (https cores)."
     )
+    core_token: SecretStr | None = Field(
+        default=None, description="Bearer token the cores require (their AUTH_TOKEN)."
+    )
+    core_client_certfile: Path | None = Field(
+        default=None, description="mTLS: this edge's client certificate for https cores."
+    )
+    core_client_keyfile: Path | None = None
     core_streams_per_connection: int = Field(default=100, ge=1)
     core_max_connections: int = Field(default=4, ge=1)
     core_breaker_threshold: int = Field(default=3, ge=1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import signal
 import sys
 import time
@@ -99,6 +100,15 @@ Ctrl-C stops everything.
 """
 
 
+def core_token(home: Path) -> str:
+    """The development core's edge token: made once, readable by this user only."""
+    path = home / "dev-core-token.txt"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
 def _children(home: Path, ports: StackPorts, log_dir: Path, keys_file: Path) -> list[ChildProcess]:
     redis_dir = home / "redis" / "data"
     redis_dir.mkdir(parents=True, exist_ok=True)
@@ -114,6 +124,9 @@ def _children(home: Path, ports: StackPorts, log_dir: Path, keys_file: Path) -> 
         EDGECORE_EDGE_REDIS_URL=f"redis://{ports.host}:{ports.redis}/0",
         EDGECORE_EDGE_KEYS_FILE=str(keys_file),
     )
+    # The core admits only edges with its token: generated here, handed to both.
+    token = env.get("EDGECORE_CORE_AUTH_TOKEN") or core_token(home)
+    env.update(EDGECORE_CORE_AUTH_TOKEN=token, EDGECORE_EDGE_CORE_TOKEN=token)
     me = [sys.executable, "-m", "shared.cli"]
     redis = redis_command(port=ports.redis, data_dir=redis_dir, bind=ports.host)
     commands = [

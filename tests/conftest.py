@@ -24,6 +24,8 @@ from shared.redis_server import redis_command, redis_env
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+# The session core requires this bearer token from edges; every test edge sends it.
+CORE_TOKEN = "test-core-token-" + os.urandom(8).hex()
 
 
 def free_port() -> int:
@@ -205,6 +207,7 @@ def core_url(models_dir: Path, log_dir: Path, core_ports: CorePorts) -> Iterator
         EDGECORE_CORE_PORT=str(core_ports.core),
         EDGECORE_CORE_ENGINE__PORT=str(core_ports.engine),
         EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
+        EDGECORE_CORE_AUTH_TOKEN=CORE_TOKEN,
     )
     server = start(
         "core",
@@ -229,6 +232,7 @@ def start_edge(name: str, log_dir: Path, models_dir: Path, **settings: str) -> S
     env = service_env(
         EDGECORE_EDGE_PORT=str(port),
         EDGECORE_EDGE_MODELS_DIR=str(models_dir),
+        EDGECORE_EDGE_CORE_TOKEN=CORE_TOKEN,
         **{f"EDGECORE_EDGE_{k.upper()}": v for k, v in settings.items()},
     )
     server = start(
