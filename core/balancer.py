@@ -21,6 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 KV_USAGE = "vllm:kv_cache_usage_perc"
+_PREFIXES = tuple(
+    p + name for name in (RUNNING, WAITING, KV_USAGE) for p in ("", "# HELP ", "# TYPE ")
+)
 
 @dataclass(frozen=True)
 class EngineLoad:
@@ -32,8 +35,13 @@ class EngineLoad:
 def parse_engine_load(text: str) -> EngineLoad:
     """Sum running / waiting over the engine's samples (one per model and engine index)
     and take the fullest KV cache."""
+    # vLLM's exposition is large (histograms); parsing all of it every poll would block the
+    # event loop for milliseconds. Keep the three families' lines, parse only those.
+    wanted = "\n".join(
+        line for line in text.splitlines() if line.startswith(_PREFIXES)
+    )
     running = waiting = kv = 0.0
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(wanted):
         for sample in family.samples:
             if sample.name == RUNNING:
                 running += sample.value

