@@ -73,19 +73,26 @@ def _is_system(message: Any) -> bool:
     return isinstance(message, dict) and message.get("role") in ("system", "developer")
 
 
+def external_load(load: EngineLoad, ours: int) -> float:
+    """Requests on the engine that are not this core's (other gateways share engines)."""
+    return max(0.0, load.running + load.waiting - ours)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """What the balancer needs to know of a replica that may take a request now."""
 
     name: str
-    in_flight: int  # requests this core has sent and not finished
+    in_flight: int  # requests this core has sent and not finished: exact and current
     limit: int  # max_in_flight
     load: EngineLoad = EngineLoad()
+    external: float = 0.0  # other gateways' requests on the engine, as of the last poll
 
     @property
     def occupancy(self) -> float:
-        # The engine also counts other gateways' requests; ours are exact and current.
-        return max(float(self.in_flight), self.load.running + self.load.waiting)
+        # Not the engine's own (polled, so stale) total: a request of ours that just ended
+        # would still count. Ours are counted here, the engine adds only what isn't ours.
+        return self.in_flight + self.external
 
     @property
     def score(self) -> float:

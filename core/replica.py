@@ -13,7 +13,7 @@ from typing import IO, Any, Literal
 
 import httpx
 
-from core.balancer import Candidate, EngineLoad, parse_engine_load
+from core.balancer import Candidate, EngineLoad, external_load, parse_engine_load
 from core.engine import Engine
 from core.pool_config import ReplicaConfig
 
@@ -58,6 +58,7 @@ class Replica:
         self.idle = asyncio.Event()
         self.idle.set()
         self.load = EngineLoad()
+        self.external = 0.0
         self.load_at: float | None = None
         self.reachable = False  # last /metrics read worked (engines run elsewhere)
         self.served = 0
@@ -86,7 +87,9 @@ class Replica:
         return "down"
 
     def candidate(self) -> Candidate:
-        return Candidate(self.name, self.in_flight, self.config.max_in_flight, self.load)
+        return Candidate(
+            self.name, self.in_flight, self.config.max_in_flight, self.load, self.external
+        )
 
     def status(self) -> dict[str, Any]:
         return {
@@ -141,6 +144,8 @@ class Replica:
             r = await self.client.get("/metrics", timeout=2.0)
             r.raise_for_status()
             self.load = parse_engine_load(r.text)
+            # Compared with what we had in flight as the engine answered.
+            self.external = external_load(self.load, self.in_flight)
             self.load_at = time.monotonic()
             self.reachable = True
         except (httpx.HTTPError, ValueError):

@@ -15,7 +15,15 @@ from starlette.testclient import TestClient
 
 from core.admission import Admission, Rejected
 from core.auth import CoreAuth
-from core.balancer import Candidate, EngineLoad, affinity_key, choose, parse_engine_load, rendezvous
+from core.balancer import (
+    Candidate,
+    EngineLoad,
+    affinity_key,
+    choose,
+    external_load,
+    parse_engine_load,
+    rendezvous,
+)
 from core.pool_config import PoolConfigError, load_pool
 from core.settings import CoreSettings, SpeculativeConfig
 
@@ -38,8 +46,10 @@ vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 7.0
 
 
 def test_engine_load_from_prometheus_text() -> None:
-    assert parse_engine_load(VLLM_METRICS) == EngineLoad(running=4.0, waiting=2.0, kv_usage=0.5)
+    load = parse_engine_load(VLLM_METRICS)
+    assert load == EngineLoad(running=4.0, waiting=2.0, kv_usage=0.5)
     assert parse_engine_load("") == EngineLoad()
+    assert external_load(load, ours=2) == 4.0 and external_load(load, ours=9) == 0.0
 
 
 def chat(system: str | None, *turns: str) -> dict[str, object]:
@@ -62,7 +72,9 @@ def test_affinity_key_follows_the_conversation_prefix() -> None:
 def test_least_loaded_without_a_key() -> None:
     a = Candidate("a", in_flight=3, limit=8)
     b = Candidate("b", in_flight=1, limit=8)
-    c = Candidate("c", in_flight=0, limit=8, load=EngineLoad(running=5, waiting=1))
+    # c runs other gateways' requests: 5 running + 1 waiting, none of them ours.
+    load = EngineLoad(running=5, waiting=1)
+    c = Candidate("c", in_flight=0, limit=8, load=load, external=external_load(load, 0))
     choice = choose([a, b, c], None, slack=0.25)
     assert choice is not None and (choice.name, choice.affinity) == ("b", "none")
     full = [Candidate("a", 8, 8), Candidate("b", 8, 8)]
