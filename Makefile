@@ -30,7 +30,8 @@ test: models
 	$(BIN)/python -m pytest
 
 # Every benchmark, one after another (each prints a table, writes JSON + PNG to bench/results).
-BENCHES ?= cache_quality cache_hit_path limiter_overhead path_latency
+BENCHES ?= cache_quality cache_hit_path limiter_overhead path_latency core_overhead spec_decode \
+	forward_overhead replay vllm_bench
 bench: models
 	for b in $(BENCHES); do $(BIN)/python -m bench.$$b || exit 1; done
 

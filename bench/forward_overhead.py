@@ -358,10 +358,11 @@ def plot(results: dict[str, Any], path: Path) -> None:
                 color=("tab:blue" if proxy == "edge" else "tab:orange"),
                 alpha=1.0 if q == "p50" else 0.5,
             )
-        ax.axhline(2, color="grey", linestyle="--", linewidth=1)
+        ax.axhline(2, color="grey", linestyle="--", linewidth=1)  # the edge's 2 ms target
+        ax.set_yscale("symlog", linthresh=1)
         ax.set_xticks(x + 1.5 * width, [f"{c} clients" for c in clients])
-        ax.set_title(f"{upstream}: TTFT overhead vs direct (ms)")
-        ax.legend(fontsize=8)
+        ax.set_title(f"{upstream}: TTFT overhead vs direct (ms, symlog)")
+        ax.legend(fontsize=8, loc="upper left")
         ax = axes[row][1]
         for i, proxy in enumerate(("edge", "litellm")):
             vals = [data["runs"][c][proxy].get("requests_per_cpu_s") or 0 for c in clients]
