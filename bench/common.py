@@ -205,7 +205,7 @@ def child(
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid`` and its live descendants."""
-    import psutil
+    import psutil  # type: ignore[import-untyped]
 
     root = psutil.Process(pid)
     total = 0.0
