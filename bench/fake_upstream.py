@@ -4,7 +4,9 @@
 
 ``POST /v1/chat/completions`` answers ``--tokens`` chunks of chat SSE with no delay (then a
 usage chunk when ``stream_options.include_usage`` asks for one, then ``[DONE]``), or one
-JSON body when ``stream`` is false. ``/readyz``, ``/healthz`` and ``/v1/models`` answer too.
+JSON body when ``stream`` is false. ``/readyz``, ``/healthz``, ``/health``, ``/v1/models``
+and ``/metrics`` (vLLM's load gauges, all idle, so the core's balancer can poll it like an
+engine) answer too.
 Served by Hypercorn like the core: HTTP/1.1 and h2c (prior knowledge) on one port, so the
 edge (HTTP/2) and LiteLLM (HTTP/1.1) talk to the same server.
 """
@@ -19,10 +21,19 @@ from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from shared.serve import hypercorn_config, run
+
+IDLE_ENGINE_METRICS = "".join(
+    f'# TYPE {name} gauge\n{name}{{model_name="fake"}} 0.0\n'
+    for name in (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+    )
+)
 
 
 def make_app(tokens: int) -> Starlette:
@@ -82,12 +93,17 @@ def make_app(tokens: int) -> Starlette:
     async def models(request: Request) -> Response:
         return JSONResponse({"object": "list", "data": []})
 
+    async def metrics(request: Request) -> Response:
+        return PlainTextResponse(IDLE_ENGINE_METRICS)
+
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", models),
             Route("/readyz", ready),
             Route("/healthz", ready),
+            Route("/health", ready),
+            Route("/metrics", metrics),
         ]
     )
 

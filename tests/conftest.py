@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -93,14 +94,17 @@ def start(name: str, argv: list[str], env: dict[str, str], log_dir: Path, url: s
     return Server(name, proc, url, log)
 
 
-def wait_ready(server: Server, path: str, timeout: float) -> None:
+def wait_ready(
+    server: Server, path: str, timeout: float, verify: ssl.SSLContext | bool = False
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.proc.poll() is not None:
             pytest.fail(f"{server.name} exited with {server.proc.returncode}:\n{server.tail()}")
         try:
-            # Readiness only: a self-signed test certificate is fine here.
-            if httpx.get(server.url + path, timeout=2, verify=False).status_code == 200:
+            # Readiness only: a self-signed test certificate is fine here (``verify`` carries a
+            # client certificate where the server asks for one).
+            if httpx.get(server.url + path, timeout=2, verify=verify).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

@@ -41,6 +41,7 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
         .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
         .sign(key, hashes.SHA256())
     )
+    folder.mkdir(parents=True, exist_ok=True)
     certfile, keyfile = folder / "cert.pem", folder / "key.pem"
     certfile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     keyfile.write_bytes(
@@ -150,24 +151,37 @@ def test_redaction() -> None:
     assert redact("x" * 500).endswith("(+300 chars)")
 
 
+def client_context(certfile: Path, keyfile: Path) -> ssl.SSLContext:
+    """A caller that presents a client certificate (and does not check the test server's)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(str(certfile), str(keyfile))
+    return context
+
+
 @pytest.mark.slow
-def test_edge_reaches_an_https_core_over_http2(
+def test_edge_reaches_an_mtls_core_over_http2(
     core_url: str, core_ports: CorePorts, models_dir: Path, log_dir: Path, keys: Keys,
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    certfile, keyfile = self_signed(tmp_path)
+    certfile, keyfile = self_signed(tmp_path / "core")
+    # The edge's certificate is self-signed, so it is its own CA: the core trusts exactly it.
+    edge_cert, edge_key = self_signed(tmp_path / "edge")
     port = free_port()
     env = service_env(
         EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(core_ports.engine),
         EDGECORE_CORE_MANAGE_ENGINE="false", EDGECORE_CORE_TLS_CERTFILE=str(certfile),
-        EDGECORE_CORE_TLS_KEYFILE=str(keyfile),
+        EDGECORE_CORE_TLS_KEYFILE=str(keyfile), EDGECORE_CORE_TLS_CLIENT_CA=str(edge_cert),
     )  # fmt: skip
-    core = start("core-tls", [sys.executable, "-m", "shared.cli", "core", "serve"], env, log_dir,
+    core = start("core-mtls", [sys.executable, "-m", "shared.cli", "core", "serve"], env, log_dir,
                  f"https://127.0.0.1:{port}")  # fmt: skip
-    wait_ready(core, "/readyz", timeout=60)
+    as_edge = client_context(edge_cert, edge_key)
+    wait_ready(core, "/readyz", timeout=60, verify=as_edge)
     edge = start_edge(
-        "edge-to-tls-core", log_dir, models_dir, keys_file=str(keys.file),
+        "edge-to-mtls-core", log_dir, models_dir, keys_file=str(keys.file),
         core_url=f"https://localhost:{port}", core_ca_file=str(certfile),
+        core_client_certfile=str(edge_cert), core_client_keyfile=str(edge_key),
         redis_url=f"redis://127.0.0.1:{free_port()}/0",
     )  # fmt: skip
     try:
@@ -176,8 +190,14 @@ def test_edge_reaches_an_https_core_over_http2(
         r = httpx.post(edge.url + "/v1/chat/completions", json=body, headers=keys.auth(),
                        timeout=60)  # fmt: skip
         assert r.status_code == 200 and r.headers["x-edgecore-tier"] == "core"
-        metrics = httpx.get(core.url + "/metrics", verify=False).text
+        metrics = httpx.get(core.url + "/metrics", verify=as_edge).text
         assert 'edgecore_core_requests_total{http_version="2",status="200"}' in metrics
+        # Without a certificate from the trusted CA the handshake itself is refused,
+        # before any bearer token is looked at.
+        stranger_cert, stranger_key = self_signed(tmp_path / "stranger")
+        for verify in (False, client_context(stranger_cert, stranger_key)):
+            with pytest.raises(httpx.TransportError):
+                httpx.get(core.url + "/readyz", verify=verify, timeout=5)
     finally:
         edge.stop()
         core.stop()
