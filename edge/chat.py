@@ -140,7 +140,7 @@ async def _handle(
         svc.metrics.degraded.labels(decision.degraded).inc()
     if decision.tier == "core":
         try:
-            return await from_core(request, svc, req, data, meta, probe)
+            return await from_core(request, svc, req, data, meta, probe, tenant)
         except CoreUnavailable as exc:
             if exc.reason == "core-saturated":
                 svc.router.core_saturated(s.core_saturation_s)

@@ -172,6 +172,7 @@ class CorePool:
         request_id: str,
         stream: bool,
         priority: str | None = None,
+        tenant: str | None = None,
     ) -> Upstream:
         """POST a chat completion to the best core; returns once response headers arrive.
 
@@ -187,7 +188,7 @@ class CorePool:
                 self.failovers += 1
             tried += 1
             try:
-                return await self._send_to(core, payload, request_id, stream, priority)
+                return await self._send_to(core, payload, request_id, stream, priority, tenant)
             except CoreUnavailable as exc:
                 core.breaker.failure()
                 log.warning("core %s: %s", core.url, exc)
@@ -201,10 +202,13 @@ class CorePool:
         request_id: str,
         stream: bool,
         priority: str | None = None,
+        tenant: str | None = None,
     ) -> Upstream:
         headers = {"x-request-id": request_id}
         if priority:
             headers["x-edgecore-priority"] = priority  # the core's admission class
+        if tenant:
+            headers["x-edgecore-tenant"] = tenant  # the core may class whole tenants as batch
         for attempt in range(2):
             conn = core.connection()
             request = conn.client.build_request(

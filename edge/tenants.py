@@ -44,6 +44,9 @@ class Tenant(BaseModel):
     cache_max_entries: int | None = Field(default=None, ge=1)
     models: frozenset[str] | None = None
     degrade: Literal["edge", "503"] | None = None
+    # The core's admission class for this tenant's forwarded requests (its queues are
+    # bounded per class); None lets the core decide (service_tier "flex" -> batch).
+    core_priority: Literal["interactive", "batch"] | None = None
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)
     max_concurrency: int | None = Field(default=None, ge=1)

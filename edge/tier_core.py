@@ -22,6 +22,7 @@ from edge.answers import Meta, json_answer, observe, sse_answer
 from edge.cache_flow import CacheProbe, remember
 from edge.core_client import Upstream
 from edge.state import EdgeServices
+from edge.tenants import Tenant
 from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import ApiError
@@ -48,13 +49,20 @@ async def from_core(
     data: dict[str, Any],
     meta: Meta,
     probe: CacheProbe | None,
+    tenant: Tenant,
 ) -> Response:
     payload = upstream_payload(data, req, svc.settings.core_model)
     t = time.perf_counter()
     try:
         upstream = await cancel_on_disconnect(
             request.receive,
-            svc.core.send(payload, request_id=meta.request_id, stream=True),
+            svc.core.send(
+                payload,
+                request_id=meta.request_id,
+                stream=True,
+                priority=tenant.core_priority,
+                tenant=tenant.name,
+            ),
             on_abandon=Upstream.close,
         )
     except ClientDisconnected:

@@ -260,6 +260,7 @@ class Keys:
     fuzz: str  # tenant "fuzz": auto and the edge model (the fuzzed edge has no core)
     capped: str  # tenant "capped": at most 2 cache entries
     sampled: str  # tenant "sampled": opted in to caching temperature > 0 answers
+    batch: str  # tenant "batch": the core admits its forwarded requests as batch
     admin: str  # an admin key (not a tenant key)
 
     def auth(self, key: str | None = None) -> dict[str, str]:
@@ -271,7 +272,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
     from edge.tenants import add_key, dump_keys_file, load_keys_file, new_key
 
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
-    names = ("alpha", "beta", "limited", "edge-only", "fuzz", "capped", "sampled")
+    names = ("alpha", "beta", "limited", "edge-only", "fuzz", "capped", "sampled", "batch")
     plain = {name: add_key(path, name) for name in names}
     tenants = load_keys_file(path)
     tenants["limited"] = tenants["limited"].model_copy(update={"requests_per_minute": 3})
@@ -283,10 +284,11 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
     )
     tenants["capped"] = tenants["capped"].model_copy(update={"cache_max_entries": 2})
     tenants["sampled"] = tenants["sampled"].model_copy(update={"cache_nondeterministic": True})
+    tenants["batch"] = tenants["batch"].model_copy(update={"core_priority": "batch"})
     path.write_text(dump_keys_file(tenants))
     return Keys(
         path, plain["alpha"], plain["beta"], plain["limited"], plain["edge-only"], plain["fuzz"],
-        plain["capped"], plain["sampled"], new_key(),
+        plain["capped"], plain["sampled"], plain["batch"], new_key(),
     )  # fmt: skip
 
 

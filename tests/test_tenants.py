@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from edge.tenants import add_key, dump_keys_file, hash_key, load_keys_file
-from tests.conftest import Keys, start_edge
+from tests.conftest import Keys, metric, start_edge
 
 pytestmark = pytest.mark.slow
 
@@ -128,3 +128,13 @@ def test_injected_ids_and_model_names_are_not_reflected_in_headers(
     assert r.status_code == 404
     assert "set-cookie" not in {k.lower() for k in r.headers}
     assert r.headers["x-request-id"].startswith("edge-")  # not the client's junk
+
+
+def test_a_tenant_s_core_priority_reaches_the_core_admission(
+    edge_url: str, core_url: str, keys: Keys
+) -> None:
+    before = metric(core_url, "edgecore_core_admitted", 'priority="batch"')
+    r = ask(edge_url, keys.batch, f"Say the word {uuid.uuid4().hex[:6]}.",
+            model="smollm2-135m-instruct", max_tokens=4)  # fmt: skip
+    assert r.status_code == 200 and r.headers["x-edgecore-tier"] == "core", r.text
+    assert metric(core_url, "edgecore_core_admitted", 'priority="batch"') == before + 1
