@@ -155,7 +155,8 @@ async def over_http(url: str, key: str, entries: list[str], requests: int) -> di
         async def hit(i: int) -> None:
             r = await c.post("/v1/chat/completions", json=body(entries[i % len(entries)]))
             if r.status_code != 200 or r.headers.get("x-edgecore-tier") != "cache":
-                raise RuntimeError(f"not a cache hit: {r.status_code} {r.text[:200]}")
+                cache = r.headers.get("x-edgecore-cache")
+                raise RuntimeError(f"not a cache hit ({cache}): {r.status_code} {r.text[:200]}")
 
         results: dict[str, Any] = {}
         for clients in CLIENTS:

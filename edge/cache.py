@@ -119,7 +119,9 @@ class SemanticCache:
             VectorField(
                 "vec",
                 "HNSW",
-                {"TYPE": "FLOAT32", "DIM": self.dim, "DISTANCE_METRIC": "COSINE"},
+                # EF_RUNTIME 10 (the default) lets near-duplicate entries ("... (#186)" vs
+                # "... (#66)") shadow the true nearest neighbour at KNN 1; 64 finds it.
+                {"TYPE": "FLOAT32", "DIM": self.dim, "DISTANCE_METRIC": "COSINE", "EF_RUNTIME": 64},
             ),
         ]
         definition = IndexDefinition(prefix=[self.prefix], index_type=IndexType.HASH)  # type: ignore[no-untyped-call]

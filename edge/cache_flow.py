@@ -223,8 +223,9 @@ def remember(
                 await asyncio.wait_for(
                     cache.observe(candidate.entry_id, match.score, agreed), timeout
                 )
-                if agreed:  # the neighbour already holds this answer: no duplicate entry
-                    return
+            # Stored even when the neighbour agreed: this wording then gets its own exact
+            # key, so its repeats hit every time instead of waiting on the neighbour's
+            # confidence (and its explorations). The tenant's entry cap bounds the copies.
             await asyncio.wait_for(
                 cache.store(
                     vector,

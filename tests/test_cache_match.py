@@ -179,3 +179,18 @@ def test_eval_cli_runs_on_any_pairs_file(tmp_path: Path, models_dir: Path) -> No
     assert result["decision"]["false_hit_rate"] == 0.0
     assert {"threshold", "precision", "recall"} <= set(result["cosine"][0])
     assert "edgecore decision" in done.stdout
+
+
+def test_a_text_embeds_the_same_whatever_it_is_batched_with(models_dir: Path) -> None:
+    # The INT8 model's activation scales are per tensor: batched together, texts used to
+    # shift each other's vectors (cosine 0.976 to itself), so a repeat could miss.
+    from edge.embedder import Embedder
+
+    emb = Embedder(models_dir / "all-minilm-l6-v2-onnx")
+    text = "In one sentence, what is Kubernetes? (#66)"
+    others = [f"A much longer question about topic {i}, with many more words in it." * 3
+              for i in range(15)]  # fmt: skip
+    alone = emb.embed([text])[0]
+    batched = emb.embed([*others, text])[-1]
+    assert float(alone @ batched) > 0.9999
+    assert abs(float(np.linalg.norm(alone)) - 1.0) < 1e-5
