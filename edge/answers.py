@@ -30,6 +30,7 @@ class Meta:
     cache: str = "off"
     degraded: str | None = None
     tier_wait_s: float = 0.0  # time spent waiting on the tier before its first byte
+    first_byte_s: float | None = None  # seconds from arrival to the first answer byte
     extra_headers: dict[str, str] = field(default_factory=dict)
 
     def overhead_ms(self) -> float:
@@ -112,6 +113,7 @@ def observe(
     """Record first-byte metrics once (done=False) and end-of-answer metrics (usage, duration)."""
     elapsed = time.perf_counter() - meta.started
     if not done:
+        meta.first_byte_s = elapsed
         m.ttft.labels(meta.tier).observe(elapsed)
         m.overhead.labels(meta.tier).observe(meta.overhead_ms() / 1000.0)
         m.requests.labels(meta.tier, "200").inc()
@@ -120,3 +122,8 @@ def observe(
     if usage:
         m.tokens.labels(meta.tier, "input").inc(usage.get("prompt_tokens", 0))
         m.tokens.labels(meta.tier, "output").inc(usage.get("completion_tokens", 0))
+    # Time per output token only where tokens arrived over time (a stream): the tokens after
+    # the first byte share the time after it, as OTel's gen_ai.server.time_per_output_token.
+    output = (usage or {}).get("completion_tokens", 0)
+    if done and meta.first_byte_s is not None and output > 1:
+        m.tpot.labels(meta.tier).observe((elapsed - meta.first_byte_s) / (output - 1))

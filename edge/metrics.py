@@ -1,7 +1,8 @@
 """The edge's Prometheus metrics, on a registry owned by the app (no process globals).
 
 Names follow the OpenTelemetry GenAI conventions where one exists
-(``gen_ai_server_time_to_first_token_seconds``, ``gen_ai_client_token_usage``);
+(``gen_ai_server_time_to_first_token_seconds``, ``..._time_per_output_token_seconds``,
+``gen_ai_server_request_duration_seconds``, ``gen_ai_client_token_usage``);
 the rest are edgecore's own.
 """
 
@@ -13,6 +14,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from edge.core_client import CorePool
 
+# Per-token gaps: OTel's suggested buckets for gen_ai.server.time_per_output_token.
+_TOKEN = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
@@ -22,6 +25,7 @@ class EdgeMetrics:
     requests: Counter
     in_flight: Gauge
     ttft: Histogram
+    tpot: Histogram
     duration: Histogram
     overhead: Histogram
     tokens: Counter
@@ -63,6 +67,11 @@ class EdgeMetrics:
                 "gen_ai_server_time_to_first_token_seconds",
                 "Time from request arrival to the first answer byte.",
                 ["tier"], buckets=_LATENCY, registry=r,
+            ),
+            tpot=Histogram(
+                "gen_ai_server_time_per_output_token_seconds",
+                "Time per output token after the first, for streamed answers.",
+                ["tier"], buckets=_TOKEN, registry=r,
             ),
             duration=Histogram(
                 "gen_ai_server_request_duration_seconds",

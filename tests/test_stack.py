@@ -9,7 +9,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.conftest import Keys
+from tests.conftest import Keys, metric
 
 pytestmark = pytest.mark.slow
 
@@ -99,6 +99,7 @@ def test_explicit_core_model_streams_with_usage(oai: OpenAI, edge_url: str) -> N
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+    assert metric(edge_url, "gen_ai_server_time_per_output_token_seconds_count", 'tier="core"')
 
 
 def test_stream_without_usage_request_has_no_usage_chunk(oai: OpenAI, edge_url: str) -> None:
@@ -124,6 +125,7 @@ def test_edge_model_streams(oai: OpenAI, edge_url: str) -> None:
     assert chunks[0].choices[0].delta.role == "assistant"
     assert any(c.choices and c.choices[0].finish_reason for c in chunks)
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+    assert metric(edge_url, "gen_ai_server_time_per_output_token_seconds_count", 'tier="edge"')
 
 
 @pytest.mark.parametrize("model", ["auto", CORE_MODEL])
