@@ -62,6 +62,8 @@ class Replica:
         self.load_at: float | None = None
         self.reachable = False  # last /metrics read worked (engines run elsewhere)
         self.served = 0
+        # Most requests of ours in flight while a /metrics read is out (None: no read out).
+        self._peak_during_poll: int | None = None
 
     # --- state ---------------------------------------------------------------------------
 
@@ -115,6 +117,8 @@ class Replica:
         self.leases.add(lease)
         self.in_flight += 1
         self.served += 1
+        if self._peak_during_poll is not None:
+            self._peak_during_poll = max(self._peak_during_poll, self.in_flight)
         self.idle.clear()
         return lease
 
@@ -140,16 +144,21 @@ class Replica:
 
     async def poll_load(self) -> None:
         """Read the engine's /metrics once (load for the balancer, reachability)."""
+        # The engine counted its requests at some instant during the read; one of ours that
+        # ended meanwhile would otherwise look like another gateway's for a whole interval
+        # and push this replica's conversations elsewhere. Count the peak as ours.
+        self._peak_during_poll = self.in_flight
         try:
             r = await self.client.get("/metrics", timeout=2.0)
             r.raise_for_status()
             self.load = parse_engine_load(r.text)
-            # Compared with what we had in flight as the engine answered.
-            self.external = external_load(self.load, self.in_flight)
+            self.external = external_load(self.load, self._peak_during_poll)
             self.load_at = time.monotonic()
             self.reachable = True
         except (httpx.HTTPError, ValueError):
             self.reachable = False
+        finally:
+            self._peak_during_poll = None
 
     async def aclose(self) -> None:
         if self.engine is not None:

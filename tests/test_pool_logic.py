@@ -7,6 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
@@ -24,8 +25,9 @@ from core.balancer import (
     parse_engine_load,
     rendezvous,
 )
-from core.pool_config import PoolConfigError, load_pool
-from core.settings import CoreSettings, SpeculativeConfig
+from core.pool_config import PoolConfigError, ReplicaConfig, load_pool
+from core.replica import Replica
+from core.settings import CoreSettings, EngineConfig, SpeculativeConfig
 
 VLLM_METRICS = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -50,6 +52,32 @@ def test_engine_load_from_prometheus_text() -> None:
     assert load == EngineLoad(running=4.0, waiting=2.0, kv_usage=0.5)
     assert parse_engine_load("") == EngineLoad()
     assert external_load(load, ours=2) == 4.0 and external_load(load, ours=9) == 0.0
+
+
+def test_our_request_that_ends_during_a_metrics_read_is_not_another_gateways() -> None:
+    # The engine counted our request (running 1) while we read /metrics; it ended before
+    # the answer arrived. Taking in_flight (now 0) as "ours" would call it external load and
+    # send the conversation's next turn elsewhere for a whole poll interval.
+    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
+    replica = Replica(config, Path("."), 5.0, None, lambda: None)
+    one_running = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
+
+    async def run() -> None:
+        lease = replica.take()
+
+        def engine(request: httpx.Request) -> httpx.Response:
+            replica.give_back(lease)  # finishes while the engine is answering
+            return httpx.Response(200, text=one_running)
+
+        replica.client = httpx.AsyncClient(
+            base_url="http://engine", transport=httpx.MockTransport(engine)
+        )
+        await replica.poll_load()
+        await replica.client.aclose()
+
+    asyncio.run(run())
+    assert replica.in_flight == 0 and replica.load.running == 1.0
+    assert replica.external == 0.0 and replica.reachable
 
 
 def chat(system: str | None, *turns: str) -> dict[str, object]:
