@@ -24,7 +24,7 @@ from edge.cache_eval import COSINE_THRESHOLDS, curve, embed_text, load_pairs, ra
 from edge.cache_match import Candidate, Matcher, MatchPolicy, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
-from shared.prepare.verifier_train import split
+from shared.prepare.pair_split import split
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cache"
 DELTAS = (0.01, 0.02, 0.05, 0.1, 0.2)

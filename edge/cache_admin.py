@@ -105,6 +105,11 @@ async def stats(cache: SemanticCache, matcher: Matcher) -> dict[str, Any]:
         "ttl_s": cache.ttl_s,
         "matching": {
             "verifier": matcher.verifier.version if matcher.verifier else None,
+            "cross_encoder": (
+                matcher.verifier.cross.version
+                if matcher.verifier is not None and matcher.verifier.cross is not None
+                else None
+            ),
             "false_hit_budget": matcher.policy.delta,
             "threshold": matcher.threshold,
             "candidate_floor": matcher.policy.floor,

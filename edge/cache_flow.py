@@ -152,7 +152,13 @@ async def semantic_probe(
     except (TimeoutError, CacheUnavailable):
         _failed(svc, meta)
         return None
-    match = svc.matcher.decide(vector, probe.text, [c for c, _ in found], draw=random.random())
+    candidates, draw = [c for c, _ in found], random.random()
+    if svc.matcher.blocking and candidates:
+        # A cross-encoder run takes milliseconds: off the event loop.
+        decide = svc.matcher.decide
+        match = await asyncio.to_thread(decide, vector, probe.text, candidates, draw=draw)
+    else:
+        match = svc.matcher.decide(vector, probe.text, candidates, draw=draw)
     m.cache_lookup_seconds.observe(time.perf_counter() - t)
     m.cache_match.labels(match.reason).inc()
     if found:

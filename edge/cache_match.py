@@ -4,8 +4,9 @@ Redis returns the nearest entries inside the request's hard partition; this modu
 
 1. Below ``floor`` cosine a neighbour is not even a candidate (no verifier run).
 2. The same question, word for word, is served.
-3. Otherwise the pairwise verifier scores each candidate; the best one is served when the
-   entry's estimated precision at that score is at least ``1 - delta``.
+3. Otherwise the pairwise verifier scores each candidate (its MLP, then the cross-encoder
+   on what the MLP did not rule out); the best one is served when the entry's estimated
+   precision at that score is at least ``1 - delta``.
 
 Per-entry adaptation, in the spirit of vCache (Schroeder et al., arXiv 2502.03771;
 implemented from the paper): the verifier's held-out calibration is a prior worth
@@ -82,6 +83,11 @@ class Matcher:
         self.policy = policy
 
     @property
+    def blocking(self) -> bool:
+        """Whether ``decide`` may take milliseconds (a cross-encoder run): call it off-loop."""
+        return self.verifier is not None and self.verifier.cross is not None
+
+    @property
     def threshold(self) -> float:
         """Verifier score above which a fresh entry is served (from ``delta``)."""
         if self.verifier is None:
@@ -114,7 +120,7 @@ class Matcher:
         if not scored:
             return Match(live[0], 0.0, 0.0, False, "rejected")
         features = np.stack([pair_features(c.vector, vector, c.prompt, text) for c in scored])  # type: ignore[arg-type]
-        scores = self.verifier.score_features(features)
+        scores = self.verifier.score_pairs(features, [(c.prompt, text) for c in scored])
         i = int(np.argmax(scores))
         best, score = scored[i], float(scores[i])
         prior = self.verifier.calibration.precision_at(score)
@@ -132,7 +138,14 @@ def load_matcher(settings: EdgeSettings) -> Matcher:
     """The configured policy, with the prepared verifier when there is one."""
     verifier: Verifier | None = None
     if (settings.verifier_dir() / ARTIFACT).exists():
-        verifier = Verifier.load(settings.verifier_dir())
+        try:
+            verifier = Verifier.load(settings.verifier_dir(), settings.cross_encoder_dir())
+        except Exception as exc:  # never serve on a verifier (or calibration) we cannot trust
+            log.error(
+                "cache verifier unusable (%s): cache hits need cosine >= %.2f",
+                exc,
+                settings.cache_min_similarity,
+            )
     else:
         log.warning(
             "no cache verifier in %s: cache hits need cosine >= %.2f",

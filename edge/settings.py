@@ -186,5 +186,8 @@ class EdgeSettings(BaseSettings):
     def verifier_dir(self) -> Path:
         return self.models_dir / "verifier"
 
+    def cross_encoder_dir(self) -> Path:
+        return self.models_dir / "cache-cross-encoder"
+
     def embed_model_dir(self) -> Path:
         return self.models_dir / "all-minilm-l6-v2-onnx"

@@ -7,6 +7,11 @@ lexical checks: question word, negation, numbers, capitalised names and content-
 overlap. It is trained offline (``shared/prepare/verifier_train.py``) and scored here with
 numpy: a few small matrix products, well under a millisecond.
 
+When a cross-encoder is installed (``edge/cross_encoder.py``), candidates the MLP does not
+already rule out (score >= ``gate``) are also read by it, and a logistic "stack" over the two
+logits gives the final score. The MLP is cheap and sees the lexical checks; the
+cross-encoder reads the two questions together; the stack weighs them on held-out pairs.
+
 Its output is calibrated on held-out pairs into ``precision_at``: the share of correct hits
 among pairs scoring at least ``p``. An operator picks a false-hit budget ``delta`` (wrong
 answers per served hit) and the threshold follows from it.
@@ -16,10 +21,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from edge.cross_encoder import CrossEncoder
 
 ARTIFACT = "verifier.npz"
 META = "verifier.json"
@@ -100,6 +108,36 @@ def pair_features(u: np.ndarray, v: np.ndarray, a: str, b: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Stack:
+    """Final score = sigmoid(bias + w_mlp * logit(mlp) + w_cross * cross_logit).
+
+    Pairs whose MLP score is under ``gate`` skip the cross-encoder and score 0.
+    """
+
+    gate: float
+    bias: float
+    w_mlp: float
+    w_cross: float
+
+    def as_array(self) -> np.ndarray:
+        return np.array([self.gate, self.bias, self.w_mlp, self.w_cross], dtype=np.float64)
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    q = np.clip(p.astype(np.float64), 1e-6, 1 - 1e-6)
+    result: np.ndarray = np.log(q / (1 - q))
+    return result
+
+
+def stacked(mlp: np.ndarray, cross: np.ndarray, stack: Stack) -> np.ndarray:
+    """The final score from the MLP's probabilities and the cross-encoder's logits."""
+    z = stack.bias + stack.w_mlp * logit(mlp) + stack.w_cross * cross.astype(np.float64)
+    out = 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+    result: np.ndarray = np.where(mlp >= stack.gate, out, 0.0).astype(np.float32)
+    return result
+
+
+@dataclass(frozen=True)
 class Calibration:
     """Held-out precision of "serve when score >= p", for increasing p."""
 
@@ -129,7 +167,12 @@ class Verifier:
         std: np.ndarray,
         calibration: Calibration,
         meta: dict[str, object],
+        *,
+        stack: Stack | None = None,
+        cross: CrossEncoder | None = None,
     ) -> None:
+        if (stack is None) != (cross is None):
+            raise ValueError("a stacked verifier needs its cross-encoder, and only it does")
         self.members = [
             [(w.astype(np.float32), b.astype(np.float32)) for w, b in layers] for layers in members
         ]
@@ -140,6 +183,8 @@ class Verifier:
         self.std = std.astype(np.float32)
         self.calibration = calibration
         self.meta = meta
+        self.stack = stack
+        self.cross = cross
 
     @property
     def version(self) -> str:
@@ -163,20 +208,44 @@ class Verifier:
         result: np.ndarray = total / len(self.members)
         return result
 
+    def score_pairs(self, features: np.ndarray, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """The final score per (cached, asked) pair: the MLP's, or the stack's over both."""
+        mlp = self.score_features(features)
+        if self.stack is None or self.cross is None:
+            return mlp
+        cross = np.zeros(len(pairs), dtype=np.float32)
+        live = np.nonzero(mlp >= self.stack.gate)[0]
+        if len(live):
+            cross[live] = self.cross.logits([pairs[i] for i in live])
+        return stacked(mlp, cross, self.stack)
+
     def score(self, u: np.ndarray, v: np.ndarray, a: str, b: str) -> float:
-        return float(self.score_features(pair_features(u, v, a, b))[0])
+        return float(self.score_pairs(pair_features(u, v, a, b)[None, :], [(a, b)])[0])
 
     @classmethod
-    def load(cls, folder: Path) -> Verifier:
+    def load(cls, folder: Path, cross_dir: Path | None = None) -> Verifier:
+        """``cross_dir``: the cross-encoder a stacked verifier was calibrated with."""
         data = np.load(folder / ARTIFACT)
         meta = json.loads((folder / META).read_text()) if (folder / META).exists() else {}
+        stack, cross = None, None
+        if "stack" in data:
+            if cross_dir is None:
+                raise FileNotFoundError(f"{folder} needs its cross-encoder")
+            built = json.loads((cross_dir / "edgecore.json").read_text()).get("version")
+            if built != meta.get("cross_encoder"):
+                raise ValueError(
+                    f"{folder} was calibrated with cross-encoder {meta.get('cross_encoder')}, "
+                    f"{cross_dir} holds {built}: run `edgecore models prepare`"
+                )
+            cross = CrossEncoder(cross_dir)
+            stack = Stack(*(float(x) for x in data["stack"]))
         shape = data["shape"]  # (members, layers)
         members = [
             [(data[f"m{j}w{i}"], data[f"m{j}b{i}"]) for i in range(int(shape[1]))]
             for j in range(int(shape[0]))
         ]
         calibration = Calibration(data["cal_scores"], data["cal_precision"])
-        return cls(members, data["mean"], data["std"], calibration, meta)
+        return cls(members, data["mean"], data["std"], calibration, meta, stack=stack, cross=cross)
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -187,6 +256,8 @@ class Verifier:
             "cal_scores": self.calibration.scores.astype(np.float32),
             "cal_precision": self.calibration.precision.astype(np.float32),
         }
+        if self.stack is not None:
+            arrays["stack"] = self.stack.as_array()
         for j, layers in enumerate(self.members):
             for i, (w, b) in enumerate(layers):
                 arrays[f"m{j}w{i}"] = w

@@ -12,7 +12,15 @@ import pytest
 
 from edge.cache_eval import load_pairs
 from edge.cache_match import Candidate, Matcher, MatchPolicy, confidence
-from edge.verifier import LEXICAL, Calibration, Verifier, calibrate, lexical_features
+from edge.verifier import (
+    LEXICAL,
+    Calibration,
+    Stack,
+    Verifier,
+    calibrate,
+    lexical_features,
+    stacked,
+)
 from shared.completions import cached_usage
 
 DIM = 4
@@ -133,11 +141,39 @@ def test_pairs_file_errors_name_the_line(tmp_path: Path) -> None:
     assert len(load_pairs(path, limit=1)) == 1
 
 
+def test_the_stack_gates_on_the_mlp_and_weighs_the_cross_encoder() -> None:
+    stack = Stack(gate=0.2, bias=0.0, w_mlp=1.0, w_cross=1.0)
+    mlp = np.array([0.1, 0.5, 0.5, 0.9], dtype=np.float32)
+    cross = np.array([9.0, -3.0, 3.0, 0.0], dtype=np.float32)
+    out = stacked(mlp, cross, stack)
+    assert out[0] == 0.0  # under the gate: the cross-encoder's opinion is never asked
+    assert out[1] < 0.1 < 0.9 < out[2]  # same MLP score, the cross-encoder decides
+    assert out[3] == pytest.approx(0.9, abs=1e-4)
+
+
+def test_a_stacked_verifier_refuses_another_cross_encoder(tmp_path: Path) -> None:
+    cross_dir = tmp_path / "cross"
+    cross_dir.mkdir()
+    (cross_dir / "edgecore.json").write_text('{"version": "new"}')
+    v = cosine_verifier()
+    np.savez(tmp_path / "verifier.npz", shape=np.array([1, 1]), mean=v.mean, std=v.std,
+             cal_scores=v.calibration.scores, cal_precision=v.calibration.precision,
+             m0w0=v.members[0][0][0], m0b0=v.members[0][0][1],
+             stack=Stack(0.1, 0.0, 1.0, 1.0).as_array())  # fmt: skip
+    (tmp_path / "verifier.json").write_text('{"cross_encoder": "old"}')
+    with pytest.raises(FileNotFoundError):
+        Verifier.load(tmp_path)
+    with pytest.raises(ValueError, match="calibrated with cross-encoder old"):
+        Verifier.load(tmp_path, cross_dir)
+
+
 def test_real_verifier_rejects_a_negation(models_dir: Path, trained_verifier: Path) -> None:
     from edge.embedder import Embedder
 
     emb = Embedder(models_dir / "all-minilm-l6-v2-onnx")
-    m = Matcher(Verifier.load(trained_verifier), MatchPolicy())
+    verifier = Verifier.load(trained_verifier, models_dir / "cache-cross-encoder")
+    assert verifier.cross is not None and verifier.stack is not None
+    m = Matcher(verifier, MatchPolicy())
     pairs = [
         (
             "Is it safe to drink tap water in Mexico?",

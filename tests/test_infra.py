@@ -597,6 +597,7 @@ def test_dockerfiles_build_what_the_chart_runs() -> None:
     dirs = [settings.embed_model_dir(), settings.resolved_edge_model_dir(), settings.router_dir()]
     if hasattr(settings, "verifier_dir"):  # the cache verifier, where the edge has one
         dirs.append(settings.verifier_dir())
+    dirs.append(settings.cross_encoder_dir())
     for model_dir in dirs:
         assert f"COPY --from=models {model_dir} {model_dir}" in edge
 

@@ -72,6 +72,7 @@ COPY --from=models /opt/edgecore/models/all-minilm-l6-v2-onnx /opt/edgecore/mode
 COPY --from=models /opt/edgecore/models/smollm2-135m-instruct-onnx-int8 /opt/edgecore/models/smollm2-135m-instruct-onnx-int8
 COPY --from=models /opt/edgecore/models/router /opt/edgecore/models/router
 COPY --from=models /opt/edgecore/models/verifier /opt/edgecore/models/verifier
+COPY --from=models /opt/edgecore/models/cache-cross-encoder /opt/edgecore/models/cache-cross-encoder
 USER 10001:10001
 WORKDIR /var/lib/edgecore
 EXPOSE 8080 8090

@@ -4,15 +4,20 @@
   smollm2-135m-instruct-hf/         SmolLM2 GGUF -> dequantized HF folder          (core/vLLM)
   smollm2-135m-instruct-onnx-int8/  HF folder -> onnxruntime-genai INT8 model      (edge)
   router/                           ridge router on MiniLM, trained on LLMRouter data (edge)
-  verifier/                         cache pair verifier on MiniLM, trained on QQP + STS-B (edge)
+  cache-cross-encoder/              MiniLM + committed LoRA update -> ONNX (optimum)   (edge)
+  verifier/                         cache pair verifier on MiniLM, trained on QQP + STS-B,
+                                    stacked with the cross-encoder                     (edge)
 
-Idempotent: a finished artifact has a stamp file and is skipped. Each step builds into a
-``.partial`` folder and renames it when done, so an interrupted run never leaves a half
-model behind. Nothing is fetched from a model hub (HF_HUB_OFFLINE=1).
+Idempotent: a finished artifact has a stamp file and is skipped (the cross-encoder and the
+verifier are rebuilt when the committed adapter they were built from changed). Each step
+builds into a ``.partial`` folder and renames it when done, so an interrupted run never
+leaves a half model behind. Nothing is fetched from a model hub (HF_HUB_OFFLINE=1).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -25,7 +30,9 @@ MINILM = "all-minilm-l6-v2-onnx"
 SMOLLM2_HF = "smollm2-135m-instruct-hf"
 SMOLLM2_ONNX = "smollm2-135m-instruct-onnx-int8"
 ROUTER = "router"
+CROSS_ENCODER = "cache-cross-encoder"
 VERIFIER = "verifier"
+ADAPTER = Path(__file__).resolve().parent / "cross_encoder_lora.safetensors"
 # Evaluation data lives beside the repository (../shared), never inside it.
 ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
 
@@ -44,8 +51,18 @@ def cache_data() -> Path:
 _HERE = Path(__file__).resolve().parent
 
 
+def adapter_version() -> str:
+    """What the cross-encoder and the verifier's stack were built from (its digest)."""
+    return hashlib.sha256(ADAPTER.read_bytes()).hexdigest()[:12]
+
+
 def _done(path: Path, marker: str) -> bool:
-    return (path / marker).exists()
+    if not (path / marker).exists():
+        return False
+    if path.name in (CROSS_ENCODER, VERIFIER):  # markers are JSON naming the adapter
+        meta = json.loads((path / marker).read_text())
+        return adapter_version() in (meta.get("version"), meta.get("cross_encoder"))
+    return True
 
 
 def _run(argv: list[str]) -> None:
@@ -61,7 +78,8 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
         (SMOLLM2_HF, "edgecore.json", "SmolLM2-135M-Instruct GGUF -> HF folder (for vLLM)"),
         (SMOLLM2_ONNX, "genai_config.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
         (ROUTER, "router.npz", "router trained on LLMRouter data"),
-        (VERIFIER, "verifier.npz", "cache verifier trained on QQP + STS-B"),
+        (CROSS_ENCODER, "edgecore.json", "cache cross-encoder: MiniLM + LoRA -> ONNX"),
+        (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B"),
     ]
     t_all = time.perf_counter()
     for i, (name, marker, title) in enumerate(steps, 1):
@@ -76,6 +94,10 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
             if name == MINILM:
                 python = ensure_prep_env(home / "prep-venv")
                 _run([str(python), str(_HERE / "minilm_export.py"), str(target)])
+            elif name == CROSS_ENCODER:
+                python = ensure_prep_env(home / "prep-venv")
+                script = str(_HERE / "cross_encoder_export.py")
+                _run([str(python), script, str(ADAPTER), str(target)])
             elif name == SMOLLM2_HF:
                 _run([sys.executable, "-m", "shared.prepare.smollm2", "hf", str(target)])
             elif name == SMOLLM2_ONNX:

