@@ -12,8 +12,9 @@ instance shared by both), same entries. For 1, 16 and 64 concurrent clients it t
 - ``http``: a cache hit over HTTP at a real edge (auth, parsing, rate limits, the lookup
   and the JSON answer), edgecore only: RedisVL is a library, not a server;
 - ``http-verified``: the same over HTTP for a reworded question ("what's" for "what is"),
-  which no exact step can answer: embedding, KNN, the MLP verifier and the cross-encoder
-  all run. The edge runs with exploration off, so every such hit is served.
+  which no exact step can answer: embedding, KNN and the MLP verifier all run. The edge
+  runs with exploration off, so every such hit is served. A second edge on the same index
+  repeats it with the cross-encoder on (``http-verified+cross-encoder``).
 Prints a table, writes JSON and a PNG next to it. Compare ratios: machines here are noisy.
 """
 
@@ -140,7 +141,11 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
     return results
 
 
-async def over_http(url: str, key: str, entries: list[str], requests: int) -> dict[str, Any]:
+async def over_http(
+    url: str, key: str, entries: list[str], requests: int, *, variant: str = ""
+) -> dict[str, Any]:
+    """Hits over HTTP; ``variant``: an edge sharing the first one's index (already seeded),
+    timed on verified rewordings only."""
     headers = {"authorization": f"Bearer {key}"}
     limits = httpx.Limits(max_connections=max(CLIENTS), max_keepalive_connections=max(CLIENTS))
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=60) as c:
@@ -150,7 +155,7 @@ async def over_http(url: str, key: str, entries: list[str], requests: int) -> di
                     "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
 
         progress(f"seeding {len(entries)} answers through the edge model ...")
-        for prompt in entries:
+        for prompt in entries if not variant else ():
             for _ in range(50):
                 r = await c.post("/v1/chat/completions", json=body(prompt))
                 r.raise_for_status()
@@ -175,8 +180,12 @@ async def over_http(url: str, key: str, entries: list[str], requests: int) -> di
                 r = await ask(reworded(prompt))
                 if r.headers.get("x-edgecore-cache-match", "").startswith("verified"):
                     verified.append(reworded(prompt))
-        paths = {"http/edgecore": entries, "http-verified/edgecore": verified}
-        results: dict[str, Any] = {"verified_rewordings": f"{len(verified)}/{len(entries)}"}
+        paths = {f"http-verified{variant}/edgecore": verified}
+        if not variant:
+            paths = {"http/edgecore": entries, **paths}
+        results: dict[str, Any] = {
+            f"verified_rewordings{variant}": f"{len(verified)}/{len(entries)}"
+        }
         for name, questions in paths.items():
             for clients in CLIENTS if questions else ():
                 progress(f"{name} at {clients} clients ...")
@@ -256,17 +265,21 @@ def main() -> None:
         runs = asyncio.run(in_process(port, entries, args.requests))
         tmp = Path(tempfile.mkdtemp())
         key = add_key(tmp / "keys.toml", "bench")
-        with (
-            edge_server(
-                tmp / "edge.log",
-                redis_url=f"redis://127.0.0.1:{port}/0",
-                keys_file=str(tmp / "keys.toml"),
-                core_url=f"http://127.0.0.1:{free_port()}",  # nothing there: edge model and cache
-                cache_index=f"bench:http:{uuid.uuid4().hex[:6]}",
-                cache_explore_rate="0",
-            ) as url
-        ):
-            runs |= asyncio.run(over_http(url, key, entries[: args.http_entries], args.requests))
+        edge = {
+            "redis_url": f"redis://127.0.0.1:{port}/0",
+            "keys_file": str(tmp / "keys.toml"),
+            "core_url": f"http://127.0.0.1:{free_port()}",  # nothing there: edge model and cache
+            "cache_index": f"bench:http:{uuid.uuid4().hex[:6]}",
+            "cache_explore_rate": "0",
+        }
+        http_entries = entries[: args.http_entries]
+        with edge_server(tmp / "edge.log", **edge) as url:
+            runs |= asyncio.run(over_http(url, key, http_entries, args.requests))
+        # The same index and entries, with the cross-encoder stacked on the verifier.
+        with edge_server(tmp / "edge-cross.log", **edge, cache_cross_encoder="true") as url:
+            runs |= asyncio.run(
+                over_http(url, key, http_entries, args.requests, variant="+cross-encoder")
+            )
     results = {"entries": args.entries, "requests": args.requests, "runs": runs,
                "ratios": ratios(runs)}  # fmt: skip
     path = save("cache_hit_path", results, args.out)

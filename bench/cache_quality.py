@@ -5,10 +5,11 @@
 On the QQP pairs that the verifier never saw (the 10 % test split of
 ``../shared/data/cache/qqp_pairs.jsonl``; labels are human and noisy, negatives are hard) it
 reports precision, recall and false-hit rate of edgecore's decision for several false-hit
-budgets (``delta``), next to fixed cosine thresholds on the same pairs, the alternative a
-plain semantic cache (GPTCache, RedisVL) offers. The GPTCache paraphrase set (all true
-paraphrases) measures recall on easier, ChatGPT-style rewrites. Prints a table, writes JSON
-and a PNG (precision-recall curves with the decision points).
+budgets (``delta``), with the MLP verifier alone (the default) and stacked with the
+cross-encoder (``CACHE_CROSS_ENCODER``), next to fixed cosine thresholds on the same pairs,
+the alternative a plain semantic cache (GPTCache, RedisVL) offers. The GPTCache paraphrase
+set (all true paraphrases) measures recall on easier, ChatGPT-style rewrites. Prints a
+table, writes JSON and a PNG (precision-recall curves with the decision points).
 """
 
 from __future__ import annotations
@@ -53,17 +54,21 @@ def decisions(
 
 
 def evaluate(name: str, pairs: list[tuple[str, str, int]], embedder: Embedder,
-             base: Matcher) -> dict[str, Any]:  # fmt: skip
+             variants: dict[str, Matcher]) -> dict[str, Any]:  # fmt: skip
     progress(f"{name}: embedding {len(pairs)} pairs ...")
     va, vb, labels = scored(pairs, embedder)
     cosine = np.einsum("ij,ij->i", va, vb)
     result: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum()), "delta": {}}
-    for delta in DELTAS:
-        policy = MatchPolicy(**{**base.policy.__dict__, "delta": delta})
-        served, scores = decisions(pairs, va, vb, Matcher(base.verifier, policy))
-        result["delta"][str(delta)] = rates(served, labels)
+    for variant, base in variants.items():
+        progress(f"{name}: {variant} decisions ...")
+        result["delta"][variant] = {}
+        for delta in DELTAS:
+            policy = MatchPolicy(**{**base.policy.__dict__, "delta": delta})
+            served, scores = decisions(pairs, va, vb, Matcher(base.verifier, policy))
+            result["delta"][variant][str(delta)] = rates(served, labels)
+        grid = [round(i / 100, 2) for i in range(1, 100)]
+        result[f"curve/{variant}"] = curve(scores, labels, grid)
     result["cosine"] = curve(cosine, labels, COSINE_THRESHOLDS)
-    result["verifier"] = curve(scores, labels, [round(i / 100, 2) for i in range(1, 100)])
     return result
 
 
@@ -71,16 +76,17 @@ def table(results: dict[str, Any]) -> str:
     lines = []
     for name, r in results["sets"].items():
         lines.append(f"{name}: {r['rows']} pairs, {r['positives']} same-question")
-        lines.append(f"  {'decision':<22}{'precision':>10}{'recall':>8}{'false-hit':>10}")
-        for delta, d in r["delta"].items():
-            lines.append(
-                f"  {'edgecore delta=' + delta:<22}{d['precision']:>10.3f}{d['recall']:>8.3f}"
-                f"{d['false_hit_rate']:>10.4f}"
-            )
+        lines.append(f"  {'decision':<30}{'precision':>10}{'recall':>8}{'false-hit':>10}")
+        for variant, by_delta in r["delta"].items():
+            for delta, d in by_delta.items():
+                lines.append(
+                    f"  {variant + ' delta=' + delta:<30}{d['precision']:>10.3f}"
+                    f"{d['recall']:>8.3f}{d['false_hit_rate']:>10.4f}"
+                )
         for c in r["cosine"]:
             if c["threshold"] in (0.85, 0.9, 0.95):
                 lines.append(
-                    f"  {'cosine >= ' + str(c['threshold']):<22}{c['precision']:>10.3f}"
+                    f"  {'cosine >= ' + str(c['threshold']):<30}{c['precision']:>10.3f}"
                     f"{c['recall']:>8.3f}{c['false_hit_rate']:>10.4f}"
                 )
     return "\n".join(lines)
@@ -94,13 +100,17 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
     r = results["sets"]["qqp-test"]
     fig, ax = plt.subplots(figsize=(7, 5))
-    for key, label in (("cosine", "cosine threshold"), ("verifier", "verifier score")):
+    curves = {"cosine": "cosine threshold"} | {
+        f"curve/{v}": f"{v} verifier score" for v in r["delta"]
+    }
+    for key, label in curves.items():
         pts = [(c["recall"], c["precision"]) for c in r[key] if c["hits"]]
-        ax.plot(*zip(*pts, strict=True), label=label)
-    for delta, d in r["delta"].items():
-        ax.scatter(d["recall"], d["precision"], zorder=3)
-        ax.annotate(f"δ={delta}", (d["recall"], d["precision"]), fontsize=8,
-                    xytext=(4, -10), textcoords="offset points")  # fmt: skip
+        line = ax.plot(*zip(*pts, strict=True), label=label)[0]
+        variant = key.removeprefix("curve/")
+        for delta, d in r["delta"].get(variant, {}).items():
+            ax.scatter(d["recall"], d["precision"], zorder=3, color=line.get_color())
+            ax.annotate(f"δ={delta}", (d["recall"], d["precision"]), fontsize=8,
+                        xytext=(4, -10), textcoords="offset points")  # fmt: skip
     ax.axhline(0.95, color="grey", linestyle="--", linewidth=1)
     ax.axvline(0.40, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("recall (same questions served)")
@@ -124,7 +134,12 @@ def main() -> None:
         raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
     settings = EdgeSettings()
     embedder = Embedder(settings.embed_model_dir(), threads=2)
-    matcher = load_matcher(settings)
+    matcher = load_matcher(settings.model_copy(update={"cache_cross_encoder": False}))
+    variants = {"mlp": matcher}
+    if matcher.verifier is not None:
+        stacked = load_matcher(settings.model_copy(update={"cache_cross_encoder": True}))
+        if stacked.blocking:
+            variants["mlp+cross-encoder"] = stacked
     test = [p for p in load_pairs(qqp) if split(p[0], p[1]) == "test"][: args.limit]
     sets = {"qqp-test": test}
     paraphrases = args.data / "paraphrases_gptcache_mock.jsonl"
@@ -132,7 +147,7 @@ def main() -> None:
         sets["gptcache-paraphrases"] = load_pairs(paraphrases, args.limit)
     results = {
         "verifier": matcher.verifier.meta if matcher.verifier else None,
-        "sets": {name: evaluate(name, pairs, embedder, matcher) for name, pairs in sets.items()},
+        "sets": {name: evaluate(name, pairs, embedder, variants) for name, pairs in sets.items()},
     }
     path = save("cache_quality", results, args.out)
     plot(results, path.with_suffix(".png"))

@@ -106,6 +106,7 @@ def evaluate(
             "false_hit_budget": matcher.policy.delta,
             "candidate_floor": matcher.policy.floor,
             "threshold": round(matcher.threshold, 4),
+            "cross_encoder": matcher.blocking,
         },
         "decision": {
             **rates(served, labels),

@@ -139,7 +139,8 @@ def load_matcher(settings: EdgeSettings) -> Matcher:
     verifier: Verifier | None = None
     if (settings.verifier_dir() / ARTIFACT).exists():
         try:
-            verifier = Verifier.load(settings.verifier_dir(), settings.cross_encoder_dir())
+            cross = settings.cross_encoder_dir() if settings.cache_cross_encoder else None
+            verifier = Verifier.load(settings.verifier_dir(), cross)
         except Exception as exc:  # never serve on a verifier (or calibration) we cannot trust
             log.error(
                 "cache verifier unusable (%s): cache hits need cosine >= %.2f",

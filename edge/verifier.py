@@ -7,10 +7,11 @@ lexical checks: question word, negation, numbers, capitalised names and content-
 overlap. It is trained offline (``shared/prepare/verifier_train.py``) and scored here with
 numpy: a few small matrix products, well under a millisecond.
 
-When a cross-encoder is installed (``edge/cross_encoder.py``), candidates the MLP does not
-already rule out (score >= ``gate``) are also read by it, and a logistic "stack" over the two
-logits gives the final score. The MLP is cheap and sees the lexical checks; the
-cross-encoder reads the two questions together; the stack weighs them on held-out pairs.
+With the cross-encoder switched on (``edge/cross_encoder.py``, ``CACHE_CROSS_ENCODER``),
+candidates the MLP does not already rule out (score >= ``gate``) are also read by it, and a
+logistic "stack" over the two logits gives the final score. The MLP is cheap and sees the
+lexical checks; the cross-encoder reads the two questions together; the stack weighs them on
+held-out pairs. Off by default: see the README for what it buys and costs.
 
 Its output is calibrated on held-out pairs into ``precision_at``: the share of correct hits
 among pairs scoring at least ``p``. An operator picks a false-hit budget ``delta`` (wrong
@@ -224,13 +225,17 @@ class Verifier:
 
     @classmethod
     def load(cls, folder: Path, cross_dir: Path | None = None) -> Verifier:
-        """``cross_dir``: the cross-encoder a stacked verifier was calibrated with."""
+        """The MLP alone; with ``cross_dir``, stacked with the cross-encoder it was fitted with.
+
+        The artifact carries one calibration for each, so either can be served.
+        """
         data = np.load(folder / ARTIFACT)
         meta = json.loads((folder / META).read_text()) if (folder / META).exists() else {}
         stack, cross = None, None
-        if "stack" in data:
-            if cross_dir is None:
-                raise FileNotFoundError(f"{folder} needs its cross-encoder")
+        calibration = Calibration(data["cal_scores"], data["cal_precision"])
+        if cross_dir is not None:
+            if "stack" not in data:
+                raise ValueError(f"{folder} was not fitted with a cross-encoder")
             built = json.loads((cross_dir / "edgecore.json").read_text()).get("version")
             if built != meta.get("cross_encoder"):
                 raise ValueError(
@@ -239,25 +244,31 @@ class Verifier:
                 )
             cross = CrossEncoder(cross_dir)
             stack = Stack(*(float(x) for x in data["stack"]))
+            calibration = Calibration(data["stack_cal_scores"], data["stack_cal_precision"])
         shape = data["shape"]  # (members, layers)
         members = [
             [(data[f"m{j}w{i}"], data[f"m{j}b{i}"]) for i in range(int(shape[1]))]
             for j in range(int(shape[0]))
         ]
-        calibration = Calibration(data["cal_scores"], data["cal_precision"])
         return cls(members, data["mean"], data["std"], calibration, meta, stack=stack, cross=cross)
 
-    def save(self, folder: Path) -> None:
+    def save(self, folder: Path, *, mlp_calibration: Calibration | None = None) -> None:
+        """``mlp_calibration``: for a stacked verifier, the MLP's own (served without it)."""
         folder.mkdir(parents=True, exist_ok=True)
         arrays: dict[str, np.ndarray] = {
             "shape": np.array([len(self.members), len(self.members[0])]),
             "mean": self.mean,
             "std": self.std,
-            "cal_scores": self.calibration.scores.astype(np.float32),
-            "cal_precision": self.calibration.precision.astype(np.float32),
         }
+        own = self.calibration if self.stack is None else mlp_calibration
+        if own is None:
+            raise ValueError("a stacked verifier is saved with the MLP's own calibration too")
+        arrays["cal_scores"] = own.scores.astype(np.float32)
+        arrays["cal_precision"] = own.precision.astype(np.float32)
         if self.stack is not None:
             arrays["stack"] = self.stack.as_array()
+            arrays["stack_cal_scores"] = self.calibration.scores.astype(np.float32)
+            arrays["stack_cal_precision"] = self.calibration.precision.astype(np.float32)
         for j, layers in enumerate(self.members):
             for i, (w, b) in enumerate(layers):
                 arrays[f"m{j}w{i}"] = w

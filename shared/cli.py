@@ -57,6 +57,8 @@ def cmd_eval_cache(args: argparse.Namespace) -> int:
     update: dict[str, object] = {"models_dir": args.models_dir or args.home / "models"}
     if args.false_hit_budget is not None:
         update["cache_false_hit_budget"] = args.false_hit_budget
+    if args.cross_encoder is not None:
+        update["cache_cross_encoder"] = args.cross_encoder
     settings = settings.model_copy(update=update)
     embedder = Embedder(settings.embed_model_dir(), threads=args.threads)
     try:
@@ -204,6 +206,12 @@ def parser() -> argparse.ArgumentParser:
     )
     ec.add_argument("--threads", type=int, default=2)
     ec.add_argument("--models-dir", type=Path, default=None)
+    ec.add_argument(
+        "--cross-encoder",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="stack the cross-encoder on the MLP verifier (default: settings)",
+    )
     ec.set_defaults(func=cmd_eval_cache)
 
     keys = sub.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)

@@ -12,6 +12,7 @@ import pytest
 
 from edge.cache_eval import load_pairs
 from edge.cache_match import Candidate, Matcher, MatchPolicy, confidence
+from edge.embedder import Embedder
 from edge.verifier import (
     LEXICAL,
     Calibration,
@@ -161,19 +162,21 @@ def test_a_stacked_verifier_refuses_another_cross_encoder(tmp_path: Path) -> Non
              m0w0=v.members[0][0][0], m0b0=v.members[0][0][1],
              stack=Stack(0.1, 0.0, 1.0, 1.0).as_array())  # fmt: skip
     (tmp_path / "verifier.json").write_text('{"cross_encoder": "old"}')
-    with pytest.raises(FileNotFoundError):
-        Verifier.load(tmp_path)
+    assert Verifier.load(tmp_path).stack is None  # the MLP alone, on its own calibration
     with pytest.raises(ValueError, match="calibrated with cross-encoder old"):
         Verifier.load(tmp_path, cross_dir)
 
 
 def test_real_verifier_rejects_a_negation(models_dir: Path, trained_verifier: Path) -> None:
-    from edge.embedder import Embedder
-
     emb = Embedder(models_dir / "all-minilm-l6-v2-onnx")
-    verifier = Verifier.load(trained_verifier, models_dir / "cache-cross-encoder")
-    assert verifier.cross is not None and verifier.stack is not None
-    m = Matcher(verifier, MatchPolicy())
+    mlp = Verifier.load(trained_verifier)
+    stacked = Verifier.load(trained_verifier, models_dir / "cache-cross-encoder")
+    assert mlp.cross is None and stacked.cross is not None and stacked.stack is not None
+    for verifier in (mlp, stacked):
+        _rejects_negations(emb, Matcher(verifier, MatchPolicy()))
+
+
+def _rejects_negations(emb: Embedder, m: Matcher) -> None:
     pairs = [
         (
             "Is it safe to drink tap water in Mexico?",
@@ -202,19 +205,22 @@ def test_eval_cli_runs_on_any_pairs_file(tmp_path: Path, models_dir: Path) -> No
         row.setdefault("label", 1)
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "shared.cli", "eval", "cache", "--pairs", str(pairs),
-         "--json", str(out), "--models-dir", str(models_dir), "--threads", "1"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    result = json.loads(out.read_text())
-    for key in ("precision", "recall", "false_hit_rate", "f1", "p50_ms", "p99_ms"):
-        assert key in result["decision"]
-    assert result["decision"]["recall"] >= 0.5  # the identical pair at least
-    assert result["decision"]["false_hit_rate"] == 0.0
-    assert {"threshold", "precision", "recall"} <= set(result["cosine"][0])
-    assert "edgecore decision" in done.stdout
+    # The default decision, then the stacked one (where a verifier was trained).
+    stacked = (models_dir / "verifier" / "verifier.npz").exists()
+    for extra in ([], ["--cross-encoder"]) if stacked else ([],):
+        done = subprocess.run(
+            [sys.executable, "-m", "shared.cli", "eval", "cache", "--pairs", str(pairs),
+             "--json", str(out), "--models-dir", str(models_dir), "--threads", "1", *extra],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        result = json.loads(out.read_text())
+        for key in ("precision", "recall", "false_hit_rate", "f1", "p50_ms", "p99_ms"):
+            assert key in result["decision"]
+        assert result["decision"]["recall"] >= 0.5  # the identical pair at least
+        assert result["decision"]["false_hit_rate"] == 0.0
+        assert {"threshold", "precision", "recall"} <= set(result["cosine"][0])
+        assert "edgecore decision" in done.stdout
 
 
 def test_a_text_embeds_the_same_whatever_it_is_batched_with(models_dir: Path) -> None:

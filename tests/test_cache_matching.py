@@ -28,6 +28,7 @@ def edge(models_dir: Path, log_dir: Path, redis_url: str, keys: Keys) -> Iterato
         core_url=f"http://127.0.0.1:{free_port()}",
         cache_index=f"edgecore:test-match:{uuid.uuid4().hex[:6]}",
         admin_keys=json.dumps([hash_key(keys.admin)]), cache_explore_rate="0",
+        cache_cross_encoder="true",  # the stacked verifier in the request path
     )  # fmt: skip
     yield server.url
     server.stop()

@@ -2,8 +2,10 @@
 
     python -m shared.prepare.verifier_train CACHE_DATA_DIR MODELS_DIR
 
-When ``MODELS_DIR/cache-cross-encoder`` exists, the MLP is stacked with it: a logistic
+When ``MODELS_DIR/cache-cross-encoder`` exists, the MLP is also stacked with it: a logistic
 regression over the two logits, fitted on the calibration pairs the MLP does not rule out.
+Both the MLP's and the stack's calibrations are saved; the edge serves the one its
+``CACHE_CROSS_ENCODER`` setting picks.
 
 Pairs are split by a hash of their two texts (``pair_split``): 80 % train, 10 %
 calibration (the score -> precision curve the operator's ``delta`` reads), 10 % test,
@@ -103,6 +105,7 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
         cal_pairs = [p for p, c in zip(pairs, cal, strict=True) if c]
         stack, final = fit_stack(mlp, y[cal], cal_pairs, cross)
     calibration = calibrate(final, y[cal])
+    mlp_calibration = calibrate(mlp, y[cal])
     weights = b"".join(w.tobytes() for layers in members for w, _ in layers)
     if stack is not None:
         weights += stack.as_array().tobytes()
@@ -114,11 +117,13 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
         "hidden": list(HIDDEN),
         "seeds": list(SEEDS),
         "rows": {p: int((parts == p).sum()) for p in ("train", "calibration", "test")},
-        "threshold_at_delta_0.05": calibration.threshold(0.05),
+        "threshold_at_delta_0.05": mlp_calibration.threshold(0.05),
+        "stacked_threshold_at_delta_0.05": calibration.threshold(0.05) if stack else None,
         "data_sha256": hashlib.sha256((data_dir / "qqp_pairs.jsonl").read_bytes()).hexdigest(),
     }
     out = models_dir / "verifier"
-    Verifier(members, mean, std, calibration, meta, stack=stack, cross=cross).save(out)
+    verifier = Verifier(members, mean, std, calibration, meta, stack=stack, cross=cross)
+    verifier.save(out, mlp_calibration=mlp_calibration)
     with (out / "heldout.jsonl").open("w") as f:
         for r, p in zip(rows, parts, strict=True):
             if p == "test":
