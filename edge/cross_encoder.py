@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 from tokenizers import Tokenizer
+
+from edge.embedder import cpu_session
 
 MODEL_FILE = "model.onnx"
 META = "edgecore.json"
@@ -26,13 +27,7 @@ META = "edgecore.json"
 class CrossEncoder:
     def __init__(self, model_dir: Path, *, threads: int = 1) -> None:
         self.meta: dict[str, object] = json.loads((model_dir / META).read_text())
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(
-            str(model_dir / MODEL_FILE), opts, providers=["CPUExecutionProvider"]
-        )
+        self.session = cpu_session(model_dir / MODEL_FILE, threads)
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=int(str(self.meta.get("max_length", 128))))

@@ -23,6 +23,15 @@ from tokenizers import Encoding, Tokenizer
 MODEL_FILE = "model_int8.onnx"
 
 
+def cpu_session(path: Path, threads: int) -> ort.InferenceSession:
+    """An ONNX Runtime CPU session on ``threads`` intra-op threads (the edge's models)."""
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
 class Embedder:
     """Synchronous MiniLM embedder: tokenize, run ONNX, mean-pool, L2-normalize."""
 
@@ -31,13 +40,7 @@ class Embedder:
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         self.model_id: str = meta.get("id", f"all-minilm-l6-v2:{MODEL_FILE}")
         self.dim: int = int(meta.get("dim", 384))
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(
-            str(model_dir / MODEL_FILE), opts, providers=["CPUExecutionProvider"]
-        )
+        self.session = cpu_session(model_dir / MODEL_FILE, threads)
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=max_length)
