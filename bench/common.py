@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -29,9 +30,21 @@ RESULTS = Path("bench/results")
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port below the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` is one it may hand out again: a server
+    started a few seconds later (after vLLM, whose ZeroMQ sockets take ephemeral ports)
+    found it taken now and then ("Address already in use").
+    """
+    for _ in range(200):
+        port = random.randrange(20_000, 32_000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-32000")
 
 
 def pct(values: list[float], q: float) -> float:

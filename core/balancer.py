@@ -21,8 +21,12 @@ from prometheus_client.parser import text_string_to_metric_families
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 KV_USAGE = "vllm:kv_cache_usage_perc"
+# Counted every engine step (vllm/v1/metrics/loggers.py): they move only while it works.
+TOKENS = ("vllm:prompt_tokens_total", "vllm:generation_tokens_total")
 _PREFIXES = tuple(
-    p + name for name in (RUNNING, WAITING, KV_USAGE) for p in ("", "# HELP ", "# TYPE ")
+    p + name
+    for name in (RUNNING, WAITING, KV_USAGE, *TOKENS)
+    for p in ("", "# HELP ", "# TYPE ")
 )
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class EngineLoad:
     running: float = 0.0
     waiting: float = 0.0
     kv_usage: float = 0.0  # 0..1
+    tokens: float = 0.0  # prompt + generated tokens ever processed (counters)
 
 
 def parse_engine_load(text: str) -> EngineLoad:
@@ -40,7 +45,7 @@ def parse_engine_load(text: str) -> EngineLoad:
     wanted = "\n".join(
         line for line in text.splitlines() if line.startswith(_PREFIXES)
     )
-    running = waiting = kv = 0.0
+    running = waiting = kv = tokens = 0.0
     for family in text_string_to_metric_families(wanted):
         for sample in family.samples:
             if sample.name == RUNNING:
@@ -49,7 +54,9 @@ def parse_engine_load(text: str) -> EngineLoad:
                 waiting += sample.value
             elif sample.name == KV_USAGE:
                 kv = max(kv, sample.value)
-    return EngineLoad(running, waiting, kv)
+            elif sample.name in TOKENS:
+                tokens += sample.value
+    return EngineLoad(running, waiting, kv, tokens)
 
 
 def affinity_key(payload: Mapping[str, Any], session: str | None = None) -> str | None:
@@ -73,8 +80,16 @@ def _is_system(message: Any) -> bool:
     return isinstance(message, dict) and message.get("role") in ("system", "developer")
 
 
-def external_load(load: EngineLoad, ours: int) -> float:
-    """Requests on the engine that are not this core's (other gateways share engines)."""
+def external_load(load: EngineLoad, ours: int, previous: EngineLoad | None = None) -> float:
+    """Requests on the engine that are not this core's (other gateways share engines).
+
+    ``ours``: the most requests this core had on it since the previous read. ``previous``:
+    that read. vLLM sets its gauges when it runs a step, so after the last request ends an
+    idle engine can keep showing it as running (vLLM #22545, #29928) until the next one;
+    an engine that processed no token since the previous read is running nothing.
+    """
+    if previous is not None and load.tokens == previous.tokens:
+        return 0.0
     return max(0.0, load.running + load.waiting - ours)
 
 

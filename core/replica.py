@@ -62,8 +62,8 @@ class Replica:
         self.load_at: float | None = None
         self.reachable = False  # last /metrics read worked (engines run elsewhere)
         self.served = 0
-        # Most requests of ours in flight while a /metrics read is out (None: no read out).
-        self._peak_during_poll: int | None = None
+        # Most requests of ours in flight since the last /metrics read ended.
+        self._peak_since_poll = 0
 
     # --- state ---------------------------------------------------------------------------
 
@@ -117,8 +117,7 @@ class Replica:
         self.leases.add(lease)
         self.in_flight += 1
         self.served += 1
-        if self._peak_during_poll is not None:
-            self._peak_during_poll = max(self._peak_during_poll, self.in_flight)
+        self._peak_since_poll = max(self._peak_since_poll, self.in_flight)
         self.idle.clear()
         return lease
 
@@ -144,21 +143,24 @@ class Replica:
 
     async def poll_load(self) -> None:
         """Read the engine's /metrics once (load for the balancer, reachability)."""
-        # The engine counted its requests at some instant during the read; one of ours that
-        # ended meanwhile would otherwise look like another gateway's for a whole interval
-        # and push this replica's conversations elsewhere. Count the peak as ours.
-        self._peak_during_poll = self.in_flight
+        # The engine's gauges may describe any instant since its last step: one of ours that
+        # ended since then (even during this read) would otherwise look like another
+        # gateway's for a whole interval and push this replica's conversations elsewhere.
+        # So the peak of ours since the last read counts as ours, and an engine that did
+        # no work since then has no one else's requests either (external_load).
         try:
             r = await self.client.get("/metrics", timeout=2.0)
             r.raise_for_status()
-            self.load = parse_engine_load(r.text)
-            self.external = external_load(self.load, self._peak_during_poll)
+            load = parse_engine_load(r.text)
+            previous = self.load if self.load_at is not None else None
+            self.external = external_load(load, self._peak_since_poll, previous)
+            self.load = load
             self.load_at = time.monotonic()
             self.reachable = True
         except (httpx.HTTPError, ValueError):
             self.reachable = False
         finally:
-            self._peak_during_poll = None
+            self._peak_since_poll = self.in_flight
 
     async def aclose(self) -> None:
         if self.engine is not None:

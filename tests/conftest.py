@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import ssl
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.common import free_port  # also imported from here by the tests
 from shared.paths import default_home
 from shared.redis_server import redis_command, redis_env
 
@@ -27,12 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 # The session core requires this bearer token from edges; every test edge sends it.
 CORE_TOKEN = "test-core-token-" + os.urandom(8).hex()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def metric(url: str, name: str, labels: str = "") -> float:

@@ -44,14 +44,23 @@ vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.5
 # HELP vllm:request_success_total Count of successfully processed requests.
 # TYPE vllm:request_success_total counter
 vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 7.0
+# HELP vllm:prompt_tokens_total Number of prefill tokens processed.
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="m"} 100.0
+# HELP vllm:generation_tokens_total Number of generation tokens processed.
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="m"} 20.0
 """
 
 
 def test_engine_load_from_prometheus_text() -> None:
     load = parse_engine_load(VLLM_METRICS)
-    assert load == EngineLoad(running=4.0, waiting=2.0, kv_usage=0.5)
+    assert load == EngineLoad(running=4.0, waiting=2.0, kv_usage=0.5, tokens=120.0)
     assert parse_engine_load("") == EngineLoad()
     assert external_load(load, ours=2) == 4.0 and external_load(load, ours=9) == 0.0
+    # Busy since the previous read: its gauges count; idle since then: they are stale.
+    assert external_load(load, ours=2, previous=EngineLoad(tokens=90.0)) == 4.0
+    assert external_load(load, ours=0, previous=EngineLoad(running=1.0, tokens=120.0)) == 0.0
 
 
 def test_our_request_that_ends_during_a_metrics_read_is_not_another_gateways() -> None:
@@ -78,6 +87,33 @@ def test_our_request_that_ends_during_a_metrics_read_is_not_another_gateways() -
     asyncio.run(run())
     assert replica.in_flight == 0 and replica.load.running == 1.0
     assert replica.external == 0.0 and replica.reachable
+
+
+def test_a_request_of_ours_that_ended_between_reads_is_not_another_gateways() -> None:
+    # Our request ran and ended between two reads; the engine's gauges still show it
+    # (stale until its next step), and the engine did work since the last read.
+    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
+    replica = Replica(config, Path("."), 5.0, None, lambda: None)
+    idle = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 1.0", " 0.0").replace(" 2.0", " 0.0")
+    one_running = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
+    pages = [idle, one_running.replace(" 20.0", " 40.0"), one_running.replace(" 20.0", " 40.0")]
+
+    async def run() -> list[float]:
+        replica.client = httpx.AsyncClient(
+            base_url="http://engine",
+            transport=httpx.MockTransport(lambda _: httpx.Response(200, text=pages.pop(0))),
+        )
+        seen = []
+        await replica.poll_load()
+        replica.give_back(replica.take())  # ours, between the reads
+        await replica.poll_load()
+        seen.append(replica.external)
+        await replica.poll_load()  # no token since: the "running" request is a stale gauge
+        seen.append(replica.external)
+        await replica.client.aclose()
+        return seen
+
+    assert asyncio.run(run()) == [0.0, 0.0]
 
 
 def chat(system: str | None, *turns: str) -> dict[str, object]:
