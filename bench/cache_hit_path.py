@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from bench.common import edge_server, free_port, load, progress, redis_server, save
 from edge.cache import CachedAnswer, SemanticCache
@@ -262,7 +263,9 @@ def main() -> None:
     args = parser.parse_args()
     entries = prompts(args.entries)
     with redis_server() as port:
-        runs = asyncio.run(in_process(port, entries, args.requests))
+        # As at the edge (EdgeSettings.blas_threads): the verifier's products on one thread.
+        with threadpool_limits(limits=1, user_api="blas"):
+            runs = asyncio.run(in_process(port, entries, args.requests))
         tmp = Path(tempfile.mkdtemp())
         key = add_key(tmp / "keys.toml", "bench")
         edge = {

@@ -15,6 +15,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from threadpoolctl import threadpool_limits
 
 from edge import cache_admin
 from edge.cache import SemanticCache
@@ -157,6 +158,8 @@ def _router(settings: EdgeSettings, model: RouterModel | None) -> Router:
 def create_app(settings: EdgeSettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # Process-wide (OpenBLAS has one pool): set here, restored when the app stops.
+        blas = threadpool_limits(limits=settings.blas_threads, user_api="blas")
         embedder, local = await _load(settings)
         router_model: RouterModel | None = None
         if (settings.router_dir() / "router.npz").exists():
@@ -238,6 +241,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             await redis.aclose()
             if local is not None:
                 await asyncio.to_thread(local.close)
+            blas.restore_original_limits()
 
     return Starlette(
         routes=[

@@ -119,6 +119,12 @@ class EdgeSettings(BaseSettings):
     embed_threads: int = Field(default=1, ge=1)
     embed_max_batch: int = Field(default=32, ge=1)
     embed_batch_window_ms: float = Field(default=0.0, ge=0.0)
+    blas_threads: int = Field(
+        default=1,
+        ge=1,
+        description="numpy's BLAS threads (verifier, router): their products are small, and "
+        "spinning BLAS workers took CPU from the embedder and the event loop.",
+    )
 
     # --- edge model (SmolLM2 via onnxruntime-genai) ---
     edge_model_dir: Path | None = None

@@ -48,6 +48,8 @@ def cmd_eval_router(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_cache(args: argparse.Namespace) -> int:
+    from threadpoolctl import threadpool_limits
+
     from edge.cache_eval import report, run
     from edge.cache_match import load_matcher
     from edge.embedder import Embedder
@@ -62,7 +64,8 @@ def cmd_eval_cache(args: argparse.Namespace) -> int:
     settings = settings.model_copy(update=update)
     embedder = Embedder(settings.embed_model_dir(), threads=args.threads)
     try:
-        result = run(args.pairs, args.limit, embedder, load_matcher(settings), args.json)
+        with threadpool_limits(limits=settings.blas_threads, user_api="blas"):  # as at the edge
+            result = run(args.pairs, args.limit, embedder, load_matcher(settings), args.json)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
