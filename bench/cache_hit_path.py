@@ -148,8 +148,17 @@ async def over_http(
     """Hits over HTTP; ``variant``: an edge sharing the first one's index (already seeded),
     timed on verified rewordings only."""
     headers = {"authorization": f"Bearer {key}"}
-    limits = httpx.Limits(max_connections=max(CLIENTS), max_keepalive_connections=max(CLIENTS))
-    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=60) as c:
+    # One client (one connection) per simulated user: httpcore's shared pool scans every
+    # connection on each request, and at 64 clients that scan alone took more CPU than the
+    # edge it was measuring (py-spy), on the same 2 cores.
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with contextlib.AsyncExitStack() as stack:
+        users: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        for _ in range(max(CLIENTS)):
+            user = httpx.AsyncClient(base_url=url, headers=headers, limits=one, timeout=60)
+            users.put_nowait(await stack.enter_async_context(user))
+        c = users.get_nowait()
+        users.put_nowait(c)
 
         def body(prompt: str) -> dict[str, Any]:
             return {"model": EDGE_MODEL, "temperature": 0, "max_tokens": 64,
@@ -167,7 +176,11 @@ async def over_http(
                 await asyncio.sleep(0.05)
 
         async def ask(prompt: str) -> httpx.Response:
-            r = await c.post("/v1/chat/completions", json=body(prompt))
+            user = await users.get()
+            try:
+                r = await user.post("/v1/chat/completions", json=body(prompt))
+            finally:
+                users.put_nowait(user)
             if r.status_code != 200 or r.headers.get("x-edgecore-tier") != "cache":
                 cache = r.headers.get("x-edgecore-cache")
                 raise RuntimeError(f"not a cache hit ({cache}): {r.status_code} {r.text[:200]}")
