@@ -2,9 +2,9 @@
 
 The MLP verifier compares two finished embeddings; this model reads the cached question
 and the new one together, so attention can line up "lose" with "gain" or "Java" with
-"Python". It is built by ``edgecore models prepare`` (MiniLM plus a committed LoRA update,
-``shared/prepare/cross_encoder_train.py``) and costs a few milliseconds per pair, so the
-matcher runs it only on candidates that survived the cosine floor.
+"Python". ``edgecore models prepare`` builds it (MiniLM fine-tuned on QQP pairs by
+``shared/prepare/cross_encoder_train.py``); it costs a few milliseconds per pair, so the
+matcher runs it only on candidates the MLP verifier did not already rule out.
 
 Each pair gets its own ONNX run, unpadded: no batch neighbour can move a score.
 """

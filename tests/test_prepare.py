@@ -1,4 +1,5 @@
-"""``edgecore models prepare`` refits the verifier's stack when the cross-encoder changed."""
+"""``edgecore models prepare`` rebuilds what is stale: a cross-encoder made another way, a verifier
+stack fitted with another cross-encoder; and no weights live in git."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import json
 import subprocess
 from pathlib import Path
 
-from shared.prepare import CROSS_ENCODER, VERIFIER, _done
+from shared.prepare import CROSS_ENCODER, CROSS_ENCODER_RECIPE, VERIFIER, _done
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_no_model_weights_are_committed() -> None:
-    # The cross-encoder's LoRA update is trained at prepare time from ../shared (QQP's terms
+    # The cross-encoder is fine-tuned at prepare time from ../shared (QQP's terms
     # are non-commercial); nothing derived from evaluation data lives in the repository.
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True)
     weights = (".safetensors", ".onnx", ".npz", ".gguf", ".bin", ".pt")
@@ -31,4 +32,14 @@ def test_a_verifier_fitted_with_another_cross_encoder_is_stale(tmp_path: Path) -
     assert not _done(verifier, "verifier.json")  # a cross-encoder it was not fitted with
     (verifier / "verifier.json").write_text(json.dumps({"cross_encoder": "0123456789ab"}))
     assert _done(verifier, "verifier.json")
+
+
+def test_a_cross_encoder_built_another_way_is_rebuilt(tmp_path: Path) -> None:
+    # The LoRA-tuned cross-encoder of earlier builds carries no recipe: prepare replaces it.
+    cross = tmp_path / CROSS_ENCODER
+    cross.mkdir()
+    (cross / "edgecore.json").write_text(json.dumps({"version": "0123456789ab"}))
+    assert not _done(cross, "edgecore.json")
+    meta = {"version": "0123456789ab", "recipe": CROSS_ENCODER_RECIPE}
+    (cross / "edgecore.json").write_text(json.dumps(meta))
     assert _done(cross, "edgecore.json")

@@ -4,7 +4,7 @@
   smollm2-135m-instruct-hf/         SmolLM2 GGUF -> dequantized HF folder          (core/vLLM)
   smollm2-135m-instruct-onnx-int8/  HF folder -> onnxruntime-genai INT8 model      (edge)
   router/                           ridge router on MiniLM, trained on LLMRouter data (edge)
-  cache-cross-encoder/              MiniLM + LoRA update trained on QQP -> ONNX        (edge)
+  cache-cross-encoder/              MiniLM fine-tuned on QQP pairs -> ONNX              (edge)
   verifier/                         cache pair verifier on MiniLM, trained on QQP + STS-B,
                                     stacked with the cross-encoder                     (edge)
 
@@ -31,9 +31,11 @@ SMOLLM2_ONNX = "smollm2-135m-instruct-onnx-int8"
 ROUTER = "router"
 CROSS_ENCODER = "cache-cross-encoder"
 VERIFIER = "verifier"
-# Training pairs for the cross-encoder's LoRA update at prepare time (0: the whole train
-# split, ~30 min more on 2 cores; the default keeps `make test` short, see the README).
+# Training pairs for the cross-encoder at prepare time (0: the whole train split, ~30 min
+# more on 2 cores; the default keeps `make test` short, see the README).
 CROSS_ENCODER_PAIRS = 6000
+# How the cross-encoder is trained; a built one with another recipe is rebuilt.
+CROSS_ENCODER_RECIPE = "full-finetune/1"
 # Evaluation data lives beside the repository (../shared), never inside it.
 ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
 
@@ -59,6 +61,8 @@ def cross_encoder_pairs() -> int:
 def _done(path: Path, marker: str) -> bool:
     if not (path / marker).exists():
         return False
+    if path.name == CROSS_ENCODER:
+        return bool(json.loads((path / marker).read_text()).get("recipe") == CROSS_ENCODER_RECIPE)
     cross = path.with_name(CROSS_ENCODER) / "edgecore.json"
     if path.name == VERIFIER and cross.exists():  # its stack must fit today's cross-encoder
         built = json.loads(cross.read_text()).get("version")
@@ -79,7 +83,7 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
         (SMOLLM2_HF, "edgecore.json", "SmolLM2-135M-Instruct GGUF -> HF folder (for vLLM)"),
         (SMOLLM2_ONNX, "genai_config.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
         (ROUTER, "router.npz", "router trained on LLMRouter data"),
-        (CROSS_ENCODER, "edgecore.json", "cache cross-encoder: LoRA on QQP -> ONNX"),
+        (CROSS_ENCODER, "edgecore.json", "cache cross-encoder: MiniLM tuned on QQP -> ONNX"),
         (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B"),
     ]
     t_all = time.perf_counter()
@@ -101,12 +105,12 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
                     print(f"{prefix}: skipped, no training data at {qqp}")
                     continue
                 python = ensure_prep_env(home / "prep-venv")
-                adapter = models / f"{CROSS_ENCODER}.lora.safetensors"
+                weights = models / f"{CROSS_ENCODER}.safetensors"
                 limit = ["--pairs-limit", str(n)] if (n := cross_encoder_pairs()) else []
                 _run([str(python), str(_HERE / "cross_encoder_train.py"), str(qqp),
-                      str(adapter), *limit])  # fmt: skip
-                _run([str(python), str(_HERE / "cross_encoder_export.py"), str(adapter),
-                      str(target)])  # fmt: skip
+                      str(weights), *limit])  # fmt: skip
+                _run([str(python), str(_HERE / "cross_encoder_export.py"), str(weights),
+                      str(target), CROSS_ENCODER_RECIPE])  # fmt: skip
             elif name == SMOLLM2_HF:
                 _run([sys.executable, "-m", "shared.prepare.smollm2", "hf", str(target)])
             elif name == SMOLLM2_ONNX:

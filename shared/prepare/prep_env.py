@@ -17,7 +17,6 @@ from pathlib import Path
 REQUIREMENTS = [
     "torch==2.13.0+cpu",
     "optimum-onnx==0.1.0",
-    "peft==0.17.1",  # merges the cache cross-encoder's LoRA update; fits transformers<4.58
     "onnxruntime>=1.20",
 ]
 # Installed without dependencies: it only carries the weights (its sentence-transformers
