@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cross_encoder_train import MAX_LENGTH
-from minilm_export import source_dir
+from minilm_export import export_onnx, source_dir
 
 CHECK_PAIRS = [
     ("How do I learn Python?", "What is the best way to learn Python?"),
@@ -66,7 +66,6 @@ def check(model: Any, tok: Any, onnx_path: Path) -> float:
 
 
 def main(weights: Path, out: Path, recipe: str) -> None:
-    from optimum.exporters.onnx import main_export
     from transformers import AutoTokenizer
 
     src = source_dir()
@@ -79,15 +78,7 @@ def main(weights: Path, out: Path, recipe: str) -> None:
         model.save_pretrained(tuned)
         tok.save_pretrained(tuned)
         print("  exporting to ONNX (optimum) ...", flush=True)
-        main_export(
-            tuned,
-            output=work,
-            task="text-classification",
-            library_name="transformers",
-            framework="pt",
-            device="cpu",
-            local_files_only=True,
-        )
+        export_onnx(Path(tuned), work, task="text-classification")
     error = check(model, tok, work / "model.onnx")
     print(f"  ONNX vs PyTorch: largest logit difference {error:.2e}", flush=True)
     if error > MAX_LOGIT_ERROR:

@@ -50,6 +50,23 @@ def source_dir() -> Path:
     return Path(spec.origin).resolve().parent / "model"
 
 
+def export_onnx(model_dir: Path, out: Path, *, task: str) -> None:
+    """optimum's ONNX export of a local transformers folder, on CPU, offline."""
+    from optimum.exporters.onnx import main_export
+
+    # library_name pins the plain transformers export (last_hidden_state output), whatever
+    # else is installed; sentence-transformers would change the graph's outputs.
+    main_export(
+        str(model_dir),
+        output=out,
+        task=task,
+        library_name="transformers",
+        framework="pt",
+        device="cpu",
+        local_files_only=True,
+    )
+
+
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     m = mask[..., None].astype(np.float32)
     emb = (hidden * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
@@ -80,7 +97,6 @@ def agreement(src: Path, onnx_path: Path) -> float:
 
 
 def main(out: Path) -> None:
-    from optimum.exporters.onnx import main_export
     from optimum.onnxruntime import ORTQuantizer
     from optimum.onnxruntime.configuration import AutoQuantizationConfig
 
@@ -88,17 +104,7 @@ def main(out: Path) -> None:
     work = out.with_name(out.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     print(f"  exporting {src} to ONNX (optimum) ...", flush=True)
-    # library_name pins the plain transformers export (last_hidden_state output), whatever
-    # else is installed; sentence-transformers would change the graph's outputs.
-    main_export(
-        str(src),
-        output=work,
-        task="feature-extraction",
-        library_name="transformers",
-        framework="pt",
-        device="cpu",
-        local_files_only=True,
-    )
+    export_onnx(src, work, task="feature-extraction")
     print("  quantizing to INT8, per-channel weights ...", flush=True)
     qconfig = AutoQuantizationConfig.avx512_vnni(is_static=False, per_channel=True)
     ORTQuantizer.from_pretrained(work, file_name="model.onnx").quantize(
