@@ -1,0 +1,212 @@
+"""Cache audit: would people call the served answers right? QQP's labels, read again.
+
+    .venv/bin/python -m bench.cache_audit sample [--delta 0.1] [--served 400] [--controls 100]
+    .venv/bin/python -m bench.cache_audit score READER.jsonl [READER.jsonl ...]
+
+``bench.cache_quality`` counts a served hit as wrong when QQP says "not a duplicate". Those
+labels are one crowd worker's call each, and the hard pairs a cache serves are where they
+are noisiest ("What will be the output of the following program ?" against the same text
+without the space is labelled different). A false-hit rate read off them mixes the
+decision's errors with the yardstick's. This audit measures the decision against readers
+instead, blind, on a random sample of what it serves.
+
+``sample`` runs the shipped decision (the MLP verifier, ``bench.cache_quality``'s code) on
+the held-out QQP test pairs at the false-hit budget ``--delta``, draws ``--served`` of the
+pairs it serves and ``--controls`` of those it rejects although their cosine passed the
+candidate floor, shuffles them and writes, under ``bench/results/cache_audit/``:
+
+- ``blind.jsonl``: ``{"id", "cached", "asked"}``, all a reader sees;
+- ``key.jsonl``: ``{"id", "kind": "served"|"control", "qqp_label", "score"}``, which no
+  reader may see.
+
+Each reader answers for every id, alone: would a correct answer to ``cached`` also be a
+correct and complete answer to ``asked``? One JSON line each, ``{"id", "same": true|false}``.
+
+``score`` joins the readers' files with the key and prints, per reader and for "every
+reader says yes": the precision of served answers with a 95 % Wilson interval, the share
+of controls called the same (a reader who says yes to everything shows up here), Cohen's
+kappa between the first two readers, and QQP's own precision on the same served pairs.
+The pairs stay under ``bench/results`` (ignored by git): QQP's terms forbid shipping them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import RESULTS, SHARED_DATA, progress, save
+from edge.cache_eval import load_pairs
+from edge.cache_match import Matcher, MatchPolicy, load_matcher
+from edge.embedder import Embedder
+from edge.settings import EdgeSettings
+from shared.prepare.pair_split import split
+
+AUDIT = RESULTS / "cache_audit"
+SEED = 0
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Two-sided Wilson score interval of a proportion k/n (95 % by default)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def kappa(a: Sequence[bool], b: Sequence[bool]) -> float:
+    """Cohen's kappa of two readers' yes/no answers on the same items."""
+    n = len(a)
+    if n == 0 or n != len(b):
+        raise ValueError("kappa needs two equally long, non-empty answer lists")
+    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    chance = pa * pb + (1 - pa) * (1 - pb)
+    return 1.0 if chance == 1.0 else (observed - chance) / (1 - chance)
+
+
+def draw(
+    served: np.ndarray, candidate: np.ndarray, n_served: int, n_controls: int, seed: int = SEED
+) -> list[tuple[int, str]]:
+    """Indices to audit, shuffled: served pairs, and rejected candidates as controls."""
+    rng = random.Random(seed)
+    hits = [int(i) for i in np.nonzero(served)[0]]
+    rejected = [int(i) for i in np.nonzero(candidate & ~served)[0]]
+    picked = [(i, "served") for i in rng.sample(hits, min(n_served, len(hits)))]
+    picked += [(i, "control") for i in rng.sample(rejected, min(n_controls, len(rejected)))]
+    rng.shuffle(picked)
+    return picked
+
+
+def _rate(yes: int, n: int) -> dict[str, Any]:
+    lo, hi = wilson(yes, n)
+    return {"n": n, "rate": round(yes / n, 4) if n else None, "ci95": [round(lo, 4), round(hi, 4)]}
+
+
+def audit_stats(key: list[dict[str, Any]], readers: dict[str, dict[int, bool]]) -> dict[str, Any]:
+    """Precision of served answers by each reader, by all of them, and by QQP's labels."""
+    if not readers:
+        raise ValueError("no reader's judgments")
+    missing = {name: [k["id"] for k in key if k["id"] not in r] for name, r in readers.items()}
+    if any(missing.values()):
+        raise ValueError(f"judgments missing: { {n: m[:5] for n, m in missing.items() if m} }")
+    served = [k for k in key if k["kind"] == "served"]
+    controls = [k for k in key if k["kind"] == "control"]
+    judges = dict(readers)
+    if len(readers) > 1:
+        judges["all readers"] = {k["id"]: all(r[k["id"]] for r in readers.values()) for k in key}
+    out: dict[str, Any] = {"served": len(served), "controls": len(controls), "readers": {}}
+    for name, r in judges.items():
+        out["readers"][name] = {
+            "served_right": _rate(sum(r[k["id"]] for k in served), len(served)),
+            "controls_called_same": _rate(sum(r[k["id"]] for k in controls), len(controls)),
+            # QQP says "not a duplicate" but the reader says the answer fits, and back.
+            "qqp_false_hits_called_right": _rate(
+                sum(r[k["id"]] for k in served if k["qqp_label"] == 0),
+                sum(k["qqp_label"] == 0 for k in served),
+            ),
+            "qqp_duplicates_called_wrong": _rate(
+                sum(not r[k["id"]] for k in served if k["qqp_label"] == 1),
+                sum(k["qqp_label"] == 1 for k in served),
+            ),
+        }
+    out["qqp_precision"] = _rate(sum(k["qqp_label"] for k in served), len(served))
+    names = list(readers)
+    if len(names) >= 2:
+        ids = [k["id"] for k in key]
+        a, b = readers[names[0]], readers[names[1]]
+        out["kappa"] = round(kappa([a[i] for i in ids], [b[i] for i in ids]), 4)
+    return out
+
+
+def table(stats: dict[str, Any]) -> str:
+    lines = [
+        f"{stats['served']} served pairs, {stats['controls']} rejected controls",
+        f"  {'judge':<16}{'served right':>14}{'95% CI':>16}{'controls same':>15}",
+    ]
+    rows = {**stats["readers"], "QQP labels": {"served_right": stats["qqp_precision"]}}
+    for name, r in rows.items():
+        s, c = r["served_right"], r.get("controls_called_same")
+        ci = f"{s['ci95'][0]:.3f}-{s['ci95'][1]:.3f}"
+        ctl = f"{c['rate']:.3f}" if c and c["rate"] is not None else "-"
+        lines.append(f"  {name:<16}{s['rate']:>14.3f}{ci:>16}{ctl:>15}")
+    if "kappa" in stats:
+        lines.append(f"  Cohen's kappa, first two readers: {stats['kappa']:.3f}")
+    return "\n".join(lines)
+
+
+def sample(data: Path, delta: float, n_served: int, n_controls: int, out: Path) -> None:
+    from bench.cache_quality import decisions, scored
+
+    settings = EdgeSettings()
+    base = load_matcher(settings.model_copy(update={"cache_cross_encoder": False}))
+    if base.verifier is None:
+        raise SystemExit("no verifier prepared: run `edgecore models prepare` first")
+    matcher = Matcher(base.verifier, MatchPolicy(**{**base.policy.__dict__, "delta": delta}))
+    pairs = [p for p in load_pairs(data / "qqp_pairs.jsonl") if split(p[0], p[1]) == "test"]
+    progress(f"deciding {len(pairs)} held-out pairs at delta {delta} ...")
+    va, vb, labels = scored(pairs, Embedder(settings.embed_model_dir(), threads=2))
+    served, scores = decisions(pairs, va, vb, matcher)
+    candidate = np.einsum("ij,ij->i", va, vb) >= matcher.policy.floor
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "blind.jsonl").open("w") as blind, (out / "key.jsonl").open("w") as key:
+        for n, (i, kind) in enumerate(draw(served, candidate, n_served, n_controls)):
+            blind.write(json.dumps({"id": n, "cached": pairs[i][0], "asked": pairs[i][1]}) + "\n")
+            row = {"id": n, "kind": kind, "qqp_label": int(labels[i]), "score": float(scores[i])}
+            key.write(json.dumps(row) + "\n")
+    meta = {"delta": delta, "pairs": len(pairs), "served": int(served.sum()),
+            "recall": round(float((served & (labels == 1)).sum() / labels.sum()), 4),
+            "verifier": base.verifier.meta.get("version")}  # fmt: skip
+    (out / "sample.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"wrote {out / 'blind.jsonl'} for readers and {out / 'key.jsonl'}; {meta}")
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open() as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def score(out: Path, reader_files: list[Path]) -> None:
+    key = _read_jsonl(out / "key.jsonl")
+    readers = {
+        p.stem: {int(r["id"]): bool(r["same"]) for r in _read_jsonl(p)} for p in reader_files
+    }
+    stats = {"sample": json.loads((out / "sample.json").read_text()), **audit_stats(key, readers)}
+    path = save("cache_audit", stats)
+    print(table(stats))
+    print(f"wrote {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sample", help="draw the blind sample")
+    s.add_argument("--data", type=Path, default=SHARED_DATA / "cache")
+    s.add_argument("--delta", type=float, default=0.1)
+    s.add_argument("--served", type=int, default=400)
+    s.add_argument("--controls", type=int, default=100)
+    s.add_argument("--out", type=Path, default=AUDIT)
+    c = sub.add_parser("score", help="score readers' judgments against the key")
+    c.add_argument("readers", type=Path, nargs="+")
+    c.add_argument("--out", type=Path, default=AUDIT)
+    args = parser.parse_args()
+    if args.command == "sample":
+        if not (args.data / "qqp_pairs.jsonl").exists():
+            raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
+        sample(args.data, args.delta, args.served, args.controls, args.out)
+    else:
+        score(args.out, args.readers)
+
+
+if __name__ == "__main__":
+    main()
