@@ -102,10 +102,58 @@ def lexical_features(a: str, b: str, cosine: float) -> np.ndarray:
     )
 
 
+_WORD = re.compile("[A-Za-z0-9][A-Za-z0-9'\u2019]*")  # \u2019: a typographic apostrophe
+_FUNCTION_WORDS = _STOP | _QWORDS | _NEGATIONS
+
+
+def _stem(word: str) -> str:
+    """Lower case, no possessive, no plural s: "Kings", "King's" and "king" are one."""
+    w = word.lower().replace("\u2019", "'").removesuffix("'s").rstrip("'")
+    return w[:-1] if len(w) > 3 and w.endswith("s") else w
+
+
+def _names_in(text: str) -> set[str]:
+    """Stems of capitalised words that do not start a sentence (a stand-in for names)."""
+    names = set()
+    for m in _WORD.finditer(text):
+        word, before = m.group(), text[: m.start()].rstrip()
+        if not before or before[-1] in ".?!:;\"(" or not word[0].isupper() or word == "I":
+            continue
+        if (stem := _stem(word)) not in _FUNCTION_WORDS:
+            names.add(stem)
+    return names
+
+
+def new_names(cached: str, asked: str) -> set[str]:
+    """Names the asked question has and the cached one does not mention in any form.
+
+    QQP labels templated questions that differ only in the place or thing ("... proposed
+    by the NRA in Florida?" / "... in Kentucky?") as duplicates, so a verifier trained on it
+    learns to serve them; blind readers call such answers wrong (``bench.cache_audit``).
+    Directional on purpose: a cached answer may cover less than the new question asks,
+    never something else. A name counts as mentioned when a word of the cached question
+    shares its stem, or a prefix of at least four letters ("Pakistani" after "Pakistan").
+    """
+    have = {_stem(w) for w in _WORD.findall(cached)}
+    return {
+        n
+        for n in _names_in(asked)
+        if not any(
+            n == h or (min(len(n), len(h)) >= 4 and (n.startswith(h) or h.startswith(n)))
+            for h in have
+        )
+    }
+
+
 def pair_features(u: np.ndarray, v: np.ndarray, a: str, b: str) -> np.ndarray:
     """Symmetric in (a, b) for the embedding part; lexical part as above."""
     cosine = float(np.dot(u, v))
     return np.concatenate([u * v, np.abs(u - v), lexical_features(a, b, cosine)])
+
+
+def named_apart(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    """Per (cached, asked) pair: does the asked question name something new?"""
+    return np.array([bool(new_names(a, b)) for a, b in pairs], dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -210,8 +258,11 @@ class Verifier:
         return result
 
     def score_pairs(self, features: np.ndarray, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """The final score per (cached, asked) pair: the MLP's, or the stack's over both."""
-        mlp = self.score_features(features)
+        """The final score per (cached, asked) pair: the MLP's, or the stack's over both.
+
+        0 where the asked question names something the cached one does not (``new_names``).
+        """
+        mlp = np.where(named_apart(pairs), 0.0, self.score_features(features)).astype(np.float32)
         if self.stack is None or self.cross is None:
             return mlp
         cross = np.zeros(len(pairs), dtype=np.float32)

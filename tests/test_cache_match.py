@@ -20,6 +20,7 @@ from edge.verifier import (
     Verifier,
     calibrate,
     lexical_features,
+    new_names,
     stacked,
 )
 from shared.completions import cached_usage
@@ -125,6 +126,33 @@ def test_lexical_checks_catch_what_embeddings_miss() -> None:
     assert features("Who is Obama?", "Who is Trump?", 0.8)["names_differ"]
 
 
+def test_an_asked_question_that_names_something_new_is_told_apart() -> None:
+    # QQP's templates call these duplicates; a cache must not answer Kentucky with Florida.
+    nra = "What are the safety precautions on handling shotguns proposed by the NRA in {}?"
+    assert new_names(nra.format("Florida"), nra.format("Kentucky")) == {"kentucky"}
+    assert new_names("Why is taffy imported in Laos?", "Why is taffy imported in Czech Republic?")
+    assert new_names("Best HP printer?", "Best HP LaserJet M604dn printer?") == {
+        "laserjet",
+        "m604dn",
+    }
+    # Directional: the cached question may name more than the asked one.
+    assert not new_names("Is Python or Go faster?", "Which is faster, Python?")
+    # Not names: sentence starts, "I", case, possessives, plurals, a shared stem.
+    assert not new_names("Do you believe in fate?", "Do you believe in fate? If yes, why?")
+    assert not new_names("How do I learn english?", "How can I learn English?")
+    assert not new_names("What's Stephen King's style?", "What is Stephen Kings style?")
+    assert not new_names("What Pakistani think of Indians?", "What do people in Pakistan think?")
+
+
+def test_the_verifier_scores_a_pair_that_names_something_new_zero() -> None:
+    rome = "Best pizza in Rome?"
+    pairs = [(rome, rome), (rome, "Best pizza in Naples?")]
+    features = np.zeros((2, 2 * DIM + len(LEXICAL)), dtype=np.float32)
+    features[:, 2 * DIM + LEXICAL.index("cosine")] = 0.99
+    scores = cosine_verifier().score_pairs(features, pairs)
+    assert scores[0] > 0.9 and scores[1] == 0.0
+
+
 def test_cached_usage_marks_every_token() -> None:
     u = cached_usage({"prompt_tokens": 12, "completion_tokens": 30, "total_tokens": 42})
     assert u is not None
@@ -185,6 +213,10 @@ def _rejects_negations(emb: Embedder, m: Matcher) -> None:
         ("Does coffee cause cancer?", "Does coffee not cause cancer?"),
         ("Why is the sky blue?", "Why is the sky not blue?"),
         ("What was the population of Paris in 1990?", "What was the population of Paris in 2020?"),
+        (
+            "What are the safety precautions on handling shotguns proposed by the NRA in Florida?",
+            "What are the safety precautions on handling shotguns proposed by the NRA in Kentucky?",
+        ),
     ]
     for cached, asked in pairs:
         a, b = emb.embed([f"user: {cached}", f"user: {asked}"])

@@ -1,5 +1,5 @@
 """``edgecore models prepare`` rebuilds what is stale: a cross-encoder made another way, a verifier
-stack fitted with another cross-encoder; and no weights live in git."""
+calibrated another way or stacked with another cross-encoder; and no weights live in git."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from shared.prepare import CROSS_ENCODER, CROSS_ENCODER_RECIPE, VERIFIER, _done
+from shared.prepare import CROSS_ENCODER, CROSS_ENCODER_RECIPE, VERIFIER, VERIFIER_RECIPE, _done
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,12 +26,17 @@ def test_a_verifier_fitted_with_another_cross_encoder_is_stale(tmp_path: Path) -
     cross.mkdir()
     verifier.mkdir()
     assert not _done(verifier, "verifier.json")  # nothing built yet
-    (verifier / "verifier.json").write_text(json.dumps({"cross_encoder": None}))
+    meta = {"cross_encoder": None, "recipe": VERIFIER_RECIPE}
+    (verifier / "verifier.json").write_text(json.dumps(meta))
     assert _done(verifier, "verifier.json")  # no cross-encoder was built (no data): fine
     (cross / "edgecore.json").write_text(json.dumps({"version": "0123456789ab"}))
     assert not _done(verifier, "verifier.json")  # a cross-encoder it was not fitted with
-    (verifier / "verifier.json").write_text(json.dumps({"cross_encoder": "0123456789ab"}))
+    meta["cross_encoder"] = "0123456789ab"
+    (verifier / "verifier.json").write_text(json.dumps(meta))
     assert _done(verifier, "verifier.json")
+    # Calibrated before names-apart pairs scored 0: its threshold would be off, rebuild.
+    (verifier / "verifier.json").write_text(json.dumps({"cross_encoder": "0123456789ab"}))
+    assert not _done(verifier, "verifier.json")
 
 
 def test_a_cross_encoder_built_another_way_is_rebuilt(tmp_path: Path) -> None:

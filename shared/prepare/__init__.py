@@ -36,6 +36,9 @@ VERIFIER = "verifier"
 CROSS_ENCODER_PAIRS = 6000
 # How the cross-encoder is trained; a built one with another recipe is rebuilt.
 CROSS_ENCODER_RECIPE = "full-finetune/1"
+# How the verifier is calibrated; one calibrated another way is rebuilt ("names-apart":
+# pairs whose asked question names something new score 0, see edge.verifier.new_names).
+VERIFIER_RECIPE = "names-apart/1"
 # Evaluation data lives beside the repository (../shared), never inside it.
 ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
 
@@ -63,10 +66,14 @@ def _done(path: Path, marker: str) -> bool:
         return False
     if path.name == CROSS_ENCODER:
         return bool(json.loads((path / marker).read_text()).get("recipe") == CROSS_ENCODER_RECIPE)
+    if path.name != VERIFIER:
+        return True
+    meta = json.loads((path / marker).read_text())
+    if meta.get("recipe") != VERIFIER_RECIPE:
+        return False
     cross = path.with_name(CROSS_ENCODER) / "edgecore.json"
-    if path.name == VERIFIER and cross.exists():  # its stack must fit today's cross-encoder
-        built = json.loads(cross.read_text()).get("version")
-        return bool(json.loads((path / marker).read_text()).get("cross_encoder") == built)
+    if cross.exists():  # its stack must fit today's cross-encoder
+        return bool(meta.get("cross_encoder") == json.loads(cross.read_text()).get("version"))
     return True
 
 

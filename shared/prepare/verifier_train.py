@@ -29,6 +29,7 @@ import numpy as np
 from edge.cross_encoder import CrossEncoder
 from edge.embedder import Embedder
 from edge.verifier import Layers, Stack, Verifier, calibrate, logit, pair_features, stacked
+from shared.prepare import VERIFIER_RECIPE
 from shared.prepare.pair_split import split
 
 SEEDS = (0, 1, 2, 3, 4)  # ensemble members: averaging seeds lifts recall at high precision
@@ -98,11 +99,12 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
 
     draft = Verifier(members, mean, std, calibrate(np.zeros(1), np.ones(1)), {})
     cal = parts == "calibration"
-    mlp = draft.score_features(x[cal])
+    cal_pairs = [p for p, c in zip(pairs, cal, strict=True) if c]
+    # Scored as the edge scores them: 0 where the asked question names something new.
+    mlp = draft.score_pairs(x[cal], cal_pairs)
     cross, stack, final = None, None, mlp
     if (models_dir / CROSS_ENCODER).exists():
         cross = CrossEncoder(models_dir / CROSS_ENCODER, threads=2)
-        cal_pairs = [p for p, c in zip(pairs, cal, strict=True) if c]
         stack, final = fit_stack(mlp, y[cal], cal_pairs, cross)
     calibration = calibrate(final, y[cal])
     mlp_calibration = calibrate(mlp, y[cal])
@@ -112,6 +114,7 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
     meta: dict[str, object] = {
         "id": "verifier/mlp-minilm-lexical" + ("+cross-encoder/v2" if cross else "/v1"),
         "version": hashlib.sha256(weights).hexdigest()[:12],
+        "recipe": VERIFIER_RECIPE,
         "cross_encoder": cross.version if cross else None,
         "stack": stack.as_array().round(4).tolist() if stack else None,
         "hidden": list(HIDDEN),
