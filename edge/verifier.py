@@ -13,6 +13,9 @@ logistic "stack" over the two logits gives the final score. The MLP is cheap and
 lexical checks; the cross-encoder reads the two questions together; the stack weighs them on
 held-out pairs. Off by default: see the README for what it buys and costs.
 
+Whatever the models say, a pair whose new question names something the cached one does not
+(``new_names``) scores 0: QQP, the training data, calls such templated swaps duplicates.
+
 Its output is calibrated on held-out pairs into ``precision_at``: the share of correct hits
 among pairs scoring at least ``p``. An operator picks a false-hit budget ``delta`` (wrong
 answers per served hit) and the threshold follows from it.

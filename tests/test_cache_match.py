@@ -180,6 +180,14 @@ def test_the_stack_gates_on_the_mlp_and_weighs_the_cross_encoder() -> None:
     assert out[3] == pytest.approx(0.9, abs=1e-4)
 
 
+def test_the_stack_gate_ignores_pairs_the_names_check_zeroed() -> None:
+    from shared.prepare.verifier_train import stack_gate
+
+    y = np.array([1] * 100 + [0] * 50)
+    mlp = np.concatenate([np.zeros(10), np.linspace(0.5, 1.0, 90), np.full(50, 0.2)])
+    assert stack_gate(mlp, y) > 0.5  # not 0: zeroed pairs never reach the cross-encoder
+
+
 def test_a_stacked_verifier_refuses_another_cross_encoder(tmp_path: Path) -> None:
     cross_dir = tmp_path / "cross"
     cross_dir.mkdir()

@@ -38,7 +38,7 @@ CROSS_ENCODER_PAIRS = 6000
 CROSS_ENCODER_RECIPE = "full-finetune/1"
 # How the verifier is calibrated; one calibrated another way is rebuilt ("names-apart":
 # pairs whose asked question names something new score 0, see edge.verifier.new_names).
-VERIFIER_RECIPE = "names-apart/1"
+VERIFIER_RECIPE = "names-apart/2"
 # Evaluation data lives beside the repository (../shared), never inside it.
 ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
 

@@ -135,13 +135,22 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
     return meta
 
 
+def stack_gate(mlp: np.ndarray, y: np.ndarray) -> float:
+    """The MLP score under which the cross-encoder is not asked: a small recall loss.
+
+    Pairs the names check scored 0 are left out: they are never served, and counting them
+    put the quantile at 0, which sent every candidate to the cross-encoder.
+    """
+    return float(np.quantile(mlp[(y == 1) & (mlp > 0)], GATE_RECALL_LOSS))
+
+
 def fit_stack(
     mlp: np.ndarray, y: np.ndarray, pairs: list[tuple[str, str]], cross: CrossEncoder
 ) -> tuple[Stack, np.ndarray]:
     """Gate and logistic weights on the calibration pairs; their final scores."""
     from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
-    gate = float(np.quantile(mlp[y == 1], GATE_RECALL_LOSS))
+    gate = stack_gate(mlp, y)
     live = np.nonzero(mlp >= gate)[0]
     t = time.perf_counter()
     logits = np.zeros(len(pairs), dtype=np.float32)
