@@ -3,9 +3,9 @@
 Cosine alone cannot tell "how to lose weight" from "how to gain weight" (0.9+), nor a
 question from its negation. The verifier is a small MLP over the two MiniLM embeddings
 (their product and absolute difference, the standard sentence-pair features) plus cheap
-lexical checks: question word, negation, numbers, capitalised names and content-word
-overlap. It is trained offline (``shared/prepare/verifier_train.py``) and scored here with
-numpy: a few small matrix products, well under a millisecond.
+lexical checks (``edge/pair_checks.py``): question word, negation, numbers, capitalised
+names and content-word overlap. It is trained offline (``shared/prepare/verifier_train.py``)
+and scored here with numpy: a few small matrix products, well under a millisecond.
 
 With the cross-encoder switched on (``edge/cross_encoder.py``, ``CACHE_CROSS_ENCODER``),
 candidates the MLP does not already rule out (score >= ``gate``) are also read by it, and a
@@ -13,8 +13,9 @@ logistic "stack" over the two logits gives the final score. The MLP is cheap and
 lexical checks; the cross-encoder reads the two questions together; the stack weighs them on
 held-out pairs. Off by default: see the README for what it buys and costs.
 
-Whatever the models say, a pair whose new question names something the cached one does not
-(``new_names``) scores 0: QQP, the training data, calls such templated swaps duplicates.
+Whatever the models say, a pair whose new question names something the cached one does not,
+or asks more questions than it (``adds_to``), scores 0: QQP, the training data, calls most
+such pairs duplicates.
 
 Its output is calibrated on held-out pairs into ``precision_at``: the share of correct hits
 among pairs scoring at least ``p``. An operator picks a false-hit budget ``delta`` (wrong
@@ -24,7 +25,6 @@ answers per served hit) and the threshold follows from it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,131 +32,16 @@ from pathlib import Path
 import numpy as np
 
 from edge.cross_encoder import CrossEncoder
+from edge.pair_checks import lexical_features, told_apart
 
 ARTIFACT = "verifier.npz"
 META = "verifier.json"
-
-LEXICAL = (
-    "cosine",
-    "exact",
-    "qword_differs",
-    "negation_differs",
-    "numbers_differ",
-    "names_differ",
-    "content_jaccard",
-    "content_only_a",
-    "content_only_b",
-    "length_ratio",
-)
-
-_TOKEN = re.compile(r"[A-Za-z0-9']+")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-_QWORDS = frozenset(
-    "what why how when where who whom whose which is are was were can could do does did "
-    "should would will shall may might".split()
-)
-_NEGATIONS = frozenset(
-    "not no never none nobody nothing neither nor without cannot can't don't doesn't didn't "
-    "isn't aren't wasn't weren't won't wouldn't shouldn't couldn't hasn't haven't".split()
-)
-_STOP = frozenset(
-    "a an the of to in on at for from by with and or but if then than as is are was were be "
-    "been being do does did can could should would will shall may might must i you he she it "
-    "we they me my your his her its our their this that these those there here what why how "
-    "when where who whom whose which some any all more most much many very so just about into "
-    "over after before out up down get got have has had one s".split()
-)
-
-
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text)
-
-
-def _names(tokens: list[str]) -> set[str]:
-    # Capitalised words after the first: a cheap stand-in for named entities.
-    return {t.lower() for t in tokens[1:] if t[:1].isupper() and t != "I"}
-
-
-def lexical_features(a: str, b: str, cosine: float) -> np.ndarray:
-    """Pure, cheap checks a bi-encoder is known to miss (unscaled)."""
-    ta, tb = _tokens(a), _tokens(b)
-    la, lb = [t.lower() for t in ta], [t.lower() for t in tb]
-    qa = next((t for t in la if t in _QWORDS), "")
-    qb = next((t for t in lb if t in _QWORDS), "")
-    neg_a = sum(t in _NEGATIONS or t.endswith("n't") for t in la)
-    neg_b = sum(t in _NEGATIONS or t.endswith("n't") for t in lb)
-    ca = {t for t in la if t not in _STOP}
-    cb = {t for t in lb if t not in _STOP}
-    union = ca | cb
-    return np.array(
-        [
-            cosine,
-            1.0 if la == lb else 0.0,
-            1.0 if qa != qb else 0.0,
-            1.0 if (neg_a % 2) != (neg_b % 2) else 0.0,
-            1.0 if set(_NUMBER.findall(a)) != set(_NUMBER.findall(b)) else 0.0,
-            1.0 if _names(ta) != _names(tb) else 0.0,
-            len(ca & cb) / len(union) if union else 1.0,
-            len(ca - cb) / max(1, len(ca)),
-            len(cb - ca) / max(1, len(cb)),
-            min(len(la), len(lb)) / max(1, len(la), len(lb)),
-        ],
-        dtype=np.float32,
-    )
-
-
-_WORD = re.compile("[A-Za-z0-9][A-Za-z0-9'\u2019]*")  # \u2019: a typographic apostrophe
-_FUNCTION_WORDS = _STOP | _QWORDS | _NEGATIONS
-
-
-def _stem(word: str) -> str:
-    """Lower case, no possessive, no plural s: "Kings", "King's" and "king" are one."""
-    w = word.lower().replace("\u2019", "'").removesuffix("'s").rstrip("'")
-    return w[:-1] if len(w) > 3 and w.endswith("s") else w
-
-
-def _names_in(text: str) -> set[str]:
-    """Stems of capitalised words that do not start a sentence (a stand-in for names)."""
-    names = set()
-    for m in _WORD.finditer(text):
-        word, before = m.group(), text[: m.start()].rstrip()
-        if not before or before[-1] in ".?!:;\"(" or not word[0].isupper() or word == "I":
-            continue
-        if (stem := _stem(word)) not in _FUNCTION_WORDS:
-            names.add(stem)
-    return names
-
-
-def new_names(cached: str, asked: str) -> set[str]:
-    """Names the asked question has and the cached one does not mention in any form.
-
-    QQP labels templated questions that differ only in the place or thing ("... proposed
-    by the NRA in Florida?" / "... in Kentucky?") as duplicates, so a verifier trained on it
-    learns to serve them; blind readers call such answers wrong (``bench.cache_audit``).
-    Directional on purpose: a cached answer may cover less than the new question asks,
-    never something else. A name counts as mentioned when a word of the cached question
-    shares its stem, or a prefix of at least four letters ("Pakistani" after "Pakistan").
-    """
-    have = {_stem(w) for w in _WORD.findall(cached)}
-    return {
-        n
-        for n in _names_in(asked)
-        if not any(
-            n == h or (min(len(n), len(h)) >= 4 and (n.startswith(h) or h.startswith(n)))
-            for h in have
-        )
-    }
 
 
 def pair_features(u: np.ndarray, v: np.ndarray, a: str, b: str) -> np.ndarray:
     """Symmetric in (a, b) for the embedding part; lexical part as above."""
     cosine = float(np.dot(u, v))
     return np.concatenate([u * v, np.abs(u - v), lexical_features(a, b, cosine)])
-
-
-def named_apart(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-    """Per (cached, asked) pair: does the asked question name something new?"""
-    return np.array([bool(new_names(a, b)) for a, b in pairs], dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -263,9 +148,9 @@ class Verifier:
     def score_pairs(self, features: np.ndarray, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """The final score per (cached, asked) pair: the MLP's, or the stack's over both.
 
-        0 where the asked question names something the cached one does not (``new_names``).
+        0 where the asked question names or asks more than the cached one (``adds_to``).
         """
-        mlp = np.where(named_apart(pairs), 0.0, self.score_features(features)).astype(np.float32)
+        mlp = np.where(told_apart(pairs), 0.0, self.score_features(features)).astype(np.float32)
         if self.stack is None or self.cross is None:
             return mlp
         cross = np.zeros(len(pairs), dtype=np.float32)

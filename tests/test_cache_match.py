@@ -13,16 +13,8 @@ import pytest
 from edge.cache_eval import load_pairs
 from edge.cache_match import Candidate, Matcher, MatchPolicy, confidence
 from edge.embedder import Embedder
-from edge.verifier import (
-    LEXICAL,
-    Calibration,
-    Stack,
-    Verifier,
-    calibrate,
-    lexical_features,
-    new_names,
-    stacked,
-)
+from edge.pair_checks import LEXICAL, adds_to, extra_questions, lexical_features, new_names
+from edge.verifier import Calibration, Stack, Verifier, calibrate, stacked
 from shared.completions import cached_usage
 
 DIM = 4
@@ -144,13 +136,41 @@ def test_an_asked_question_that_names_something_new_is_told_apart() -> None:
     assert not new_names("What Pakistani think of Indians?", "What do people in Pakistan think?")
 
 
+def test_an_asked_text_that_asks_more_questions_is_told_apart() -> None:
+    # The cached answer covers one of the two questions asked.
+    gst = "What are the advantages and disadvantages of GST bill?"
+    assert extra_questions(gst, "What is GST bill? What are its advantages and disadvantages?")
+    assert (
+        extra_questions(
+            "How imminent is World War three?",
+            ("How close are we to World War Three, and how bad would it be?"),
+        )
+        == 1
+    )
+    assert adds_to(gst, "What is GST bill? What are its advantages and disadvantages?")
+    # Directional: the cached text may ask more.
+    assert not extra_questions("What is GST? Is it good?", "Is GST good?")
+    # Not new questions: bare follow-ups, parentheses, statements, a missing "?", a joined
+    # "and why", "how and why".
+    for cached, asked in [
+        ("Do you believe in fate?", "Do you believe in fate? If yes, then why?"),
+        ("How do I convert this integral?", "How do I convert one integral? (See details)"),
+        ("How can I log into Facebook?", "I forgot my password. How can I log into Facebook?"),
+        ("How do I lose weight faster", "How can I lose weight quickly?"),
+        ("What's your favourite food?", "What's your favorite food, and why?"),
+        ("How did Trump win the election?", "How and why did Trump win the election?"),
+    ]:
+        assert not extra_questions(cached, asked), asked
+        assert not adds_to(cached, asked), asked
+
+
 def test_the_verifier_scores_a_pair_that_names_something_new_zero() -> None:
     rome = "Best pizza in Rome?"
-    pairs = [(rome, rome), (rome, "Best pizza in Naples?")]
-    features = np.zeros((2, 2 * DIM + len(LEXICAL)), dtype=np.float32)
+    pairs = [(rome, rome), (rome, "Best pizza in Naples?"), (rome, "Is pizza Italian? " + rome)]
+    features = np.zeros((3, 2 * DIM + len(LEXICAL)), dtype=np.float32)
     features[:, 2 * DIM + LEXICAL.index("cosine")] = 0.99
     scores = cosine_verifier().score_pairs(features, pairs)
-    assert scores[0] > 0.9 and scores[1] == 0.0
+    assert scores[0] > 0.9 and scores[1] == 0.0 and scores[2] == 0.0
 
 
 def test_cached_usage_marks_every_token() -> None:

@@ -34,7 +34,7 @@ def test_a_verifier_fitted_with_another_cross_encoder_is_stale(tmp_path: Path) -
     meta["cross_encoder"] = "0123456789ab"
     (verifier / "verifier.json").write_text(json.dumps(meta))
     assert _done(verifier, "verifier.json")
-    # Calibrated before names-apart pairs scored 0: its threshold would be off, rebuild.
+    # Calibrated under another recipe (before the directional checks): rebuild.
     (verifier / "verifier.json").write_text(json.dumps({"cross_encoder": "0123456789ab"}))
     assert not _done(verifier, "verifier.json")
 

@@ -100,7 +100,7 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
     draft = Verifier(members, mean, std, calibrate(np.zeros(1), np.ones(1)), {})
     cal = parts == "calibration"
     cal_pairs = [p for p, c in zip(pairs, cal, strict=True) if c]
-    # Scored as the edge scores them: 0 where the asked question names something new.
+    # Scored as the edge scores them: 0 where the asked question names or asks more.
     mlp = draft.score_pairs(x[cal], cal_pairs)
     cross, stack, final = None, None, mlp
     if (models_dir / CROSS_ENCODER).exists():
@@ -138,8 +138,8 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
 def stack_gate(mlp: np.ndarray, y: np.ndarray) -> float:
     """The MLP score under which the cross-encoder is not asked: a small recall loss.
 
-    Pairs the names check scored 0 are left out: they are never served, and counting them
-    put the quantile at 0, which sent every candidate to the cross-encoder.
+    Pairs the directional checks (``adds_to``) scored 0 are left out: they are never served,
+    and counting them put the quantile at 0, which sent every candidate to the cross-encoder.
     """
     return float(np.quantile(mlp[(y == 1) & (mlp > 0)], GATE_RECALL_LOSS))
 

@@ -1,0 +1,175 @@
+"""Cheap text checks on a (cached, asked) question pair: pure, no models.
+
+Two kinds. ``lexical_features`` are symmetric inputs to the verifier's MLP (question word,
+negation, numbers, names, content-word overlap): a bi-encoder is known to miss them, and the
+MLP learns from QQP how much each matters. ``adds_to`` is a directional veto applied after
+the MLP, for what QQP's symmetric labels taught it to ignore: a new question that names
+something the cached one does not, or that asks more questions than it. A cached answer may
+cover more than is asked, never something else or less (``bench.cache_audit``: blind
+readers call such answers wrong, QQP calls most of them duplicates).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+LEXICAL = (
+    "cosine",
+    "exact",
+    "qword_differs",
+    "negation_differs",
+    "numbers_differ",
+    "names_differ",
+    "content_jaccard",
+    "content_only_a",
+    "content_only_b",
+    "length_ratio",
+)
+
+_TOKEN = re.compile(r"[A-Za-z0-9']+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_QWORDS = frozenset(
+    "what why how when where who whom whose which is are was were can could do does did "
+    "should would will shall may might".split()
+)
+_NEGATIONS = frozenset(
+    "not no never none nobody nothing neither nor without cannot can't don't doesn't didn't "
+    "isn't aren't wasn't weren't won't wouldn't shouldn't couldn't hasn't haven't".split()
+)
+_STOP = frozenset(
+    "a an the of to in on at for from by with and or but if then than as is are was were be "
+    "been being do does did can could should would will shall may might must i you he she it "
+    "we they me my your his her its our their this that these those there here what why how "
+    "when where who whom whose which some any all more most much many very so just about into "
+    "over after before out up down get got have has had one s".split()
+)
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def _names(tokens: list[str]) -> set[str]:
+    # Capitalised words after the first: a cheap stand-in for named entities.
+    return {t.lower() for t in tokens[1:] if t[:1].isupper() and t != "I"}
+
+
+def lexical_features(a: str, b: str, cosine: float) -> np.ndarray:
+    """Pure, cheap checks a bi-encoder is known to miss (unscaled)."""
+    ta, tb = _tokens(a), _tokens(b)
+    la, lb = [t.lower() for t in ta], [t.lower() for t in tb]
+    qa = next((t for t in la if t in _QWORDS), "")
+    qb = next((t for t in lb if t in _QWORDS), "")
+    neg_a = sum(t in _NEGATIONS or t.endswith("n't") for t in la)
+    neg_b = sum(t in _NEGATIONS or t.endswith("n't") for t in lb)
+    ca = {t for t in la if t not in _STOP}
+    cb = {t for t in lb if t not in _STOP}
+    union = ca | cb
+    return np.array(
+        [
+            cosine,
+            1.0 if la == lb else 0.0,
+            1.0 if qa != qb else 0.0,
+            1.0 if (neg_a % 2) != (neg_b % 2) else 0.0,
+            1.0 if set(_NUMBER.findall(a)) != set(_NUMBER.findall(b)) else 0.0,
+            1.0 if _names(ta) != _names(tb) else 0.0,
+            len(ca & cb) / len(union) if union else 1.0,
+            len(ca - cb) / max(1, len(ca)),
+            len(cb - ca) / max(1, len(cb)),
+            min(len(la), len(lb)) / max(1, len(la), len(lb)),
+        ],
+        dtype=np.float32,
+    )
+
+
+_WORD = re.compile("[A-Za-z0-9][A-Za-z0-9'\u2019]*")  # \u2019: a typographic apostrophe
+_FUNCTION_WORDS = _STOP | _QWORDS | _NEGATIONS
+
+
+def _stem(word: str) -> str:
+    """Lower case, no possessive, no plural s: "Kings", "King's" and "king" are one."""
+    w = word.lower().replace("\u2019", "'").removesuffix("'s").rstrip("'")
+    return w[:-1] if len(w) > 3 and w.endswith("s") else w
+
+
+def _names_in(text: str) -> set[str]:
+    """Stems of capitalised words that do not start a sentence (a stand-in for names)."""
+    names = set()
+    for m in _WORD.finditer(text):
+        word, before = m.group(), text[: m.start()].rstrip()
+        if not before or before[-1] in '.?!:;"(' or not word[0].isupper() or word == "I":
+            continue
+        if (stem := _stem(word)) not in _FUNCTION_WORDS:
+            names.add(stem)
+    return names
+
+
+def new_names(cached: str, asked: str) -> set[str]:
+    """Names the asked question has and the cached one does not mention in any form.
+
+    QQP labels templated questions that differ only in the place or thing ("... proposed
+    by the NRA in Florida?" / "... in Kentucky?") as duplicates, so a verifier trained on it
+    learns to serve them; blind readers call such answers wrong (``bench.cache_audit``).
+    Directional on purpose: a cached answer may cover less than the new question asks,
+    never something else. A name counts as mentioned when a word of the cached question
+    shares its stem, or a prefix of at least four letters ("Pakistani" after "Pakistan").
+    """
+    have = {_stem(w) for w in _WORD.findall(cached)}
+    return {
+        n
+        for n in _names_in(asked)
+        if not any(
+            n == h or (min(len(n), len(h)) >= 4 and (n.startswith(h) or h.startswith(n)))
+            for h in have
+        )
+    }
+
+
+_FOLLOW_UP = frozenset(
+    "why how if so yes no not then and or when what where which who is it that".split()
+)
+_JOINED = re.compile(
+    r",\s*and\s+(?:how|what|why|when|where|which|who)\b(?:\W+[A-Za-z0-9']+){2,}", re.IGNORECASE
+)
+
+
+def questions(text: str) -> list[str]:
+    """The questions a text asks: its sentences ending in "?", and wh-clauses joined to one.
+
+    "How close are we to World War Three, and how bad would it be?" asks two. Bare
+    follow-ups ("Why?", "If so, how?") and parentheses ("(See details)?") ask nothing new;
+    statements ("I forgot my password.") ask nothing.
+    """
+    found = []
+    segments = re.split(r"[?\uff1f]+", re.sub(r"\([^)]*\)", " ", text))
+    for segment in segments[:-1]:  # each of these ended in a question mark
+        sentence = re.split(r"[.!:;](?:\s|$)", segment)[-1].strip()
+        words = [w.lower() for w in _TOKEN.findall(sentence)]
+        if not words or (len(words) <= 4 and all(w in _FOLLOW_UP for w in words)):
+            continue
+        found.append(sentence)
+        found.extend(m.group() for m in _JOINED.finditer(sentence))
+    return found
+
+
+def extra_questions(cached: str, asked: str) -> int:
+    """How many more questions the asked text asks than the cached one (0 if not more).
+
+    "What is GST bill? What are its advantages and disadvantages?" after "What are the
+    advantages and disadvantages of GST bill?": the cached answer covers one of the two.
+    A text with no question mark asks one question.
+    """
+    return max(0, max(1, len(questions(asked))) - max(1, len(questions(cached))))
+
+
+def adds_to(cached: str, asked: str) -> bool:
+    """Does the asked question name something new, or ask more, than the cached one?"""
+    return bool(new_names(cached, asked)) or extra_questions(cached, asked) > 0
+
+
+def told_apart(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    """Per (cached, asked) pair: ``adds_to``; the verifier scores these 0."""
+    return np.array([adds_to(a, b) for a, b in pairs], dtype=bool)
