@@ -1,6 +1,7 @@
 """Cache audit: would people call the served answers right? QQP's labels, read again.
 
     .venv/bin/python -m bench.cache_audit sample [--delta 0.1] [--served 400] [--controls 100]
+                                                [--exclude OLD/blind.jsonl ...]
     .venv/bin/python -m bench.cache_audit score READER.jsonl [READER.jsonl ...]
 
 ``bench.cache_quality`` counts a served hit as wrong when QQP says "not a duplicate". Those
@@ -143,7 +144,11 @@ def table(stats: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def sample(data: Path, delta: float, n_served: int, n_controls: int, out: Path) -> None:
+def sample(
+    data: Path, delta: float, n_served: int, n_controls: int, out: Path, exclude: Sequence[Path]
+) -> None:
+    """``exclude``: earlier ``blind.jsonl`` files whose pairs are not drawn again (pairs a
+    check was designed on do not measure it)."""
     from bench.cache_quality import decisions, scored
 
     settings = EdgeSettings()
@@ -154,15 +159,19 @@ def sample(data: Path, delta: float, n_served: int, n_controls: int, out: Path) 
     pairs = [p for p in load_pairs(data / "qqp_pairs.jsonl") if split(p[0], p[1]) == "test"]
     progress(f"deciding {len(pairs)} held-out pairs at delta {delta} ...")
     va, vb, labels = scored(pairs, Embedder(settings.embed_model_dir(), threads=2))
-    served, scores = decisions(pairs, va, vb, matcher)
+    served, scores, _ = decisions(pairs, va, vb, matcher)
     candidate = np.einsum("ij,ij->i", va, vb) >= matcher.policy.floor
+    seen = {(r["cached"], r["asked"]) for path in exclude for r in _read_jsonl(path)}
+    fresh = np.array([(a, b) not in seen for a, b, _ in pairs], dtype=bool)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "blind.jsonl").open("w") as blind, (out / "key.jsonl").open("w") as key:
-        for n, (i, kind) in enumerate(draw(served, candidate, n_served, n_controls)):
+        drawn = draw(served & fresh, candidate & fresh, n_served, n_controls)
+        for n, (i, kind) in enumerate(drawn):
             blind.write(json.dumps({"id": n, "cached": pairs[i][0], "asked": pairs[i][1]}) + "\n")
             row = {"id": n, "kind": kind, "qqp_label": int(labels[i]), "score": float(scores[i])}
             key.write(json.dumps(row) + "\n")
     meta = {"delta": delta, "pairs": len(pairs), "served": int(served.sum()),
+            "excluded": int((~fresh).sum()),
             "recall": round(float((served & (labels == 1)).sum() / labels.sum()), 4),
             "verifier": base.verifier.meta.get("version")}  # fmt: skip
     (out / "sample.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -196,6 +205,8 @@ def main() -> None:
     s.add_argument("--served", type=int, default=400)
     s.add_argument("--controls", type=int, default=100)
     s.add_argument("--out", type=Path, default=AUDIT)
+    s.add_argument("--exclude", type=Path, nargs="*", default=[],
+                   help="earlier blind.jsonl files: their pairs are not drawn again")  # fmt: skip
     c = sub.add_parser("score", help="score readers' judgments against the key")
     c.add_argument("readers", type=Path, nargs="+")
     c.add_argument("--out", type=Path, default=AUDIT)
@@ -203,7 +214,7 @@ def main() -> None:
     if args.command == "sample":
         if not (args.data / "qqp_pairs.jsonl").exists():
             raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
-        sample(args.data, args.delta, args.served, args.controls, args.out)
+        sample(args.data, args.delta, args.served, args.controls, args.out, args.exclude)
     else:
         score(args.out, args.readers)
 

@@ -2,11 +2,12 @@
 
 Two kinds. ``lexical_features`` are symmetric inputs to the verifier's MLP (question word,
 negation, numbers, names, content-word overlap): a bi-encoder is known to miss them, and the
-MLP learns from QQP how much each matters. ``adds_to`` is a directional veto applied after
+MLP learns from QQP how much each matters. ``told_apart_by`` is a directional veto applied after
 the MLP, for what QQP's symmetric labels taught it to ignore: a new question that names
-something the cached one does not, or that asks more questions than it. A cached answer may
-cover more than is asked, never something else or less (``bench.cache_audit``: blind
-readers call such answers wrong, QQP calls most of them duplicates).
+something the cached one does not, asks more questions than it, or asks for the opposite.
+A cached answer may cover more than is asked, never something else or less
+(``bench.cache_audit``: blind readers call such answers wrong, QQP calls most of the first
+two kinds duplicates).
 """
 
 from __future__ import annotations
@@ -165,11 +166,51 @@ def extra_questions(cached: str, asked: str) -> int:
     return max(0, max(1, len(questions(asked))) - max(1, len(questions(cached))))
 
 
-def adds_to(cached: str, asked: str) -> bool:
-    """Does the asked question name something new, or ask more, than the cached one?"""
-    return bool(new_names(cached, asked)) or extra_questions(cached, asked) > 0
+# Opposites a bi-encoder embeds close together ("positive effects" / "negative effects"
+# measured cosine 0.97). Only clear pairs: "more/less harmful" asks the same thing.
+_OPPOSITES = (
+    "positive negative|advantage disadvantage|advantages disadvantages|pros cons|best worst|"
+    "increase decrease|gain lose|buy sell|buying selling|before after|male female|men women|"
+    "boy girl|boys girls|husband wife|boyfriend girlfriend|import export|rich poor|good bad|"
+    "easiest hardest|cheapest expensive|minimum maximum|pass fail|win lose|strengths "
+    "weaknesses|benefits drawbacks|love hate|legal illegal|fastest slowest|introvert "
+    "extrovert|introverts extroverts|upload download|similarities differences|agree disagree|"
+    "possible impossible|safe unsafe|healthy unhealthy|profit loss|inside outside"
+)
+_OPPOSITE: dict[str, frozenset[str]] = {}
+for _pair in _OPPOSITES.split("|"):
+    _a, _b = _pair.split()
+    _OPPOSITE[_a] = _OPPOSITE.get(_a, frozenset()) | {_b}
+    _OPPOSITE[_b] = _OPPOSITE.get(_b, frozenset()) | {_a}
+
+
+def opposite_words(cached: str, asked: str) -> set[str]:
+    """Words of the asked question whose opposite the cached one has instead.
+
+    "What are the negative effects of caffeine?" after "... the positive effects ...": the
+    asked question has "negative", the cached "positive" and not "negative". A text with
+    both ("advantages and disadvantages") is not flagged.
+    """
+    have = {w.lower() for w in _TOKEN.findall(cached)}
+    want = {w.lower() for w in _TOKEN.findall(asked)}
+    return {w for w in want - have if _OPPOSITE.get(w, frozenset()) & (have - want)}
+
+
+def told_apart_by(cached: str, asked: str) -> str | None:
+    """Why the cached answer cannot answer the asked question, or None.
+
+    "names": the asked question names something new; "questions": it asks more questions;
+    "opposite": it asks for the opposite.
+    """
+    if new_names(cached, asked):
+        return "names"
+    if extra_questions(cached, asked):
+        return "questions"
+    if opposite_words(cached, asked):
+        return "opposite"
+    return None
 
 
 def told_apart(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-    """Per (cached, asked) pair: ``adds_to``; the verifier scores these 0."""
-    return np.array([adds_to(a, b) for a, b in pairs], dtype=bool)
+    """Per (cached, asked) pair: ``told_apart_by`` found a reason; the verifier scores it 0."""
+    return np.array([told_apart_by(a, b) is not None for a, b in pairs], dtype=bool)

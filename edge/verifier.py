@@ -14,7 +14,7 @@ lexical checks; the cross-encoder reads the two questions together; the stack we
 held-out pairs. Off by default: see the README for what it buys and costs.
 
 Whatever the models say, a pair whose new question names something the cached one does not,
-or asks more questions than it (``adds_to``), scores 0: QQP, the training data, calls most
+or asks more questions than it (``told_apart_by``), scores 0: QQP, the training data, calls most
 such pairs duplicates.
 
 Its output is calibrated on held-out pairs into ``precision_at``: the share of correct hits
@@ -148,7 +148,7 @@ class Verifier:
     def score_pairs(self, features: np.ndarray, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """The final score per (cached, asked) pair: the MLP's, or the stack's over both.
 
-        0 where the asked question names or asks more than the cached one (``adds_to``).
+        0 where the asked question names or asks more than the cached one (``told_apart_by``).
         """
         mlp = np.where(told_apart(pairs), 0.0, self.score_features(features)).astype(np.float32)
         if self.stack is None or self.cross is None:

@@ -13,7 +13,14 @@ import pytest
 from edge.cache_eval import load_pairs
 from edge.cache_match import Candidate, Matcher, MatchPolicy, confidence
 from edge.embedder import Embedder
-from edge.pair_checks import LEXICAL, adds_to, extra_questions, lexical_features, new_names
+from edge.pair_checks import (
+    LEXICAL,
+    extra_questions,
+    lexical_features,
+    new_names,
+    opposite_words,
+    told_apart_by,
+)
 from edge.verifier import Calibration, Stack, Verifier, calibrate, stacked
 from shared.completions import cached_usage
 
@@ -147,7 +154,7 @@ def test_an_asked_text_that_asks_more_questions_is_told_apart() -> None:
         )
         == 1
     )
-    assert adds_to(gst, "What is GST bill? What are its advantages and disadvantages?")
+    assert told_apart_by(gst, "What is GST? What are its advantages?") == "questions"
     # Directional: the cached text may ask more.
     assert not extra_questions("What is GST? Is it good?", "Is GST good?")
     # Not new questions: bare follow-ups, parentheses, statements, a missing "?", a joined
@@ -161,7 +168,16 @@ def test_an_asked_text_that_asks_more_questions_is_told_apart() -> None:
         ("How did Trump win the election?", "How and why did Trump win the election?"),
     ]:
         assert not extra_questions(cached, asked), asked
-        assert not adds_to(cached, asked), asked
+        assert told_apart_by(cached, asked) is None, asked
+
+
+def test_an_asked_question_for_the_opposite_is_told_apart() -> None:
+    caffeine = "What are the {} effects, if any, of long-term caffeine consumption?"
+    assert opposite_words(caffeine.format("positive"), caffeine.format("negative")) == {"negative"}
+    assert told_apart_by("How to gain weight?", "How to lose weight?") == "opposite"
+    # Both sides in the cached question, or a word with no listed opposite: not flagged.
+    assert not opposite_words("Pros and cons of Go?", "What are the cons of Go?")
+    assert not opposite_words("Is tea less harmful than coffee?", "Is tea more harmful?")
 
 
 def test_the_verifier_scores_a_pair_that_names_something_new_zero() -> None:

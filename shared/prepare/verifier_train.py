@@ -138,7 +138,7 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
 def stack_gate(mlp: np.ndarray, y: np.ndarray) -> float:
     """The MLP score under which the cross-encoder is not asked: a small recall loss.
 
-    Pairs the directional checks (``adds_to``) scored 0 are left out: they are never served,
+    Pairs the directional checks (``told_apart_by``) scored 0 are left out: they are never served,
     and counting them put the quantile at 0, which sent every candidate to the cross-encoder.
     """
     return float(np.quantile(mlp[(y == 1) & (mlp > 0)], GATE_RECALL_LOSS))
