@@ -166,34 +166,53 @@ def extra_questions(cached: str, asked: str) -> int:
     return max(0, max(1, len(questions(asked))) - max(1, len(questions(cached))))
 
 
-# Opposites a bi-encoder embeds close together ("positive effects" / "negative effects"
-# measured cosine 0.97). Only clear pairs: "more/less harmful" asks the same thing.
-_OPPOSITES = (
-    "positive negative|advantage disadvantage|advantages disadvantages|pros cons|best worst|"
-    "increase decrease|gain lose|buy sell|buying selling|before after|male female|men women|"
-    "boy girl|boys girls|husband wife|boyfriend girlfriend|import export|rich poor|good bad|"
-    "easiest hardest|cheapest expensive|minimum maximum|pass fail|win lose|strengths "
-    "weaknesses|benefits drawbacks|love hate|legal illegal|fastest slowest|introvert "
-    "extrovert|introverts extroverts|upload download|similarities differences|agree disagree|"
-    "possible impossible|safe unsafe|healthy unhealthy|profit loss|inside outside"
-)
-_OPPOSITE: dict[str, frozenset[str]] = {}
-for _pair in _OPPOSITES.split("|"):
-    _a, _b = _pair.split()
-    _OPPOSITE[_a] = _OPPOSITE.get(_a, frozenset()) | {_b}
-    _OPPOSITE[_b] = _OPPOSITE.get(_b, frozenset()) | {_a}
+# Two sides of one axis ("positive effects" / "negative effects" embed at cosine 0.97).
+# Words on a side are one another's synonyms here. Only axes where the two sides ask for
+# different answers: not yes/no attributes ("Is coffee good?" / "Is coffee bad?", "safe",
+# "legal", "possible") nor comparatives ("Is tea more harmful?" / "less harmful").
+_SIDES = (
+    ("positive advantage advantages benefit benefits pro pros upside upsides merit merits "
+     "strength strengths", "negative disadvantage disadvantages drawback drawbacks con cons "
+     "downside downsides demerit demerits weakness weaknesses"),
+    ("best", "worst"),
+    ("easiest", "hardest"),
+    ("increase increasing raise boost", "decrease decreasing reduce reducing lower"),
+    ("gain gaining", "lose losing loss"),
+    ("win winning", "lose losing"),
+    ("buy buying", "sell selling"),
+    ("import imports importing", "export exports exporting"),
+    ("before", "after"),
+    ("start starting begin beginning", "end ending stop stopping quit quitting"),
+    ("male men man boy boys", "female women woman girl girls"),
+    ("husband boyfriend", "wife girlfriend"),
+    ("rich", "poor"),
+    ("love", "hate"),
+    ("minimum min", "maximum max"),
+    ("introvert introverts", "extrovert extroverts"),
+    ("upload", "download"),
+    ("similar similarity similarities", "different difference differences"),
+    ("fastest", "slowest"),
+)  # fmt: skip
+_AXES = tuple((frozenset(a.split()), frozenset(b.split())) for a, b in _SIDES)
 
 
 def opposite_words(cached: str, asked: str) -> set[str]:
-    """Words of the asked question whose opposite the cached one has instead.
+    """Words of the asked question on a side of an axis the cached one does not cover.
 
-    "What are the negative effects of caffeine?" after "... the positive effects ...": the
-    asked question has "negative", the cached "positive" and not "negative". A text with
-    both ("advantages and disadvantages") is not flagged.
+    "What are the negative effects of caffeine?" after "... the positive effects ...";
+    "Advantages and drawbacks of democracy?" after "What is the drawback of democracy?"
+    (it asks for both sides, the cached answer gives one). Only where the cached question
+    takes a side: "Pros and cons of Go?" answers "What are the cons of Go?".
     """
     have = {w.lower() for w in _TOKEN.findall(cached)}
     want = {w.lower() for w in _TOKEN.findall(asked)}
-    return {w for w in want - have if _OPPOSITE.get(w, frozenset()) & (have - want)}
+    found: set[str] = set()
+    for side_a, side_b in _AXES:
+        if (have & side_a or have & side_b) and not have & side_a:
+            found |= want & side_a
+        if (have & side_a or have & side_b) and not have & side_b:
+            found |= want & side_b
+    return found
 
 
 def told_apart_by(cached: str, asked: str) -> str | None:

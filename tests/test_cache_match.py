@@ -178,6 +178,8 @@ def test_an_asked_question_for_the_opposite_is_told_apart() -> None:
     # Both sides in the cached question, or a word with no listed opposite: not flagged.
     assert not opposite_words("Pros and cons of Go?", "What are the cons of Go?")
     assert not opposite_words("Is tea less harmful than coffee?", "Is tea more harmful?")
+    assert not opposite_words("Is coffee good for you?", "Is coffee bad for you?")
+    assert opposite_words("What is the drawback of democracy?", "Advantages and drawbacks of it?")
 
 
 def test_the_verifier_scores_a_pair_that_names_something_new_zero() -> None:
