@@ -3,6 +3,8 @@
     .venv/bin/python -m bench.cache_audit sample [--delta 0.1] [--served 400] [--controls 100]
                                                 [--exclude OLD/blind.jsonl ...]
     .venv/bin/python -m bench.cache_audit score READER.jsonl [READER.jsonl ...]
+    .venv/bin/python -m bench.cache_audit census [--delta 0.1] --audit DIR READER.jsonl ...
+                                                [--audit DIR READER.jsonl ...]
 
 ``bench.cache_quality`` counts a served hit as wrong when QQP says "not a duplicate". Those
 labels are one crowd worker's call each, and the hard pairs a cache serves are where they
@@ -144,11 +146,33 @@ def table(stats: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def sample(
-    data: Path, delta: float, n_served: int, n_controls: int, out: Path, exclude: Sequence[Path]
-) -> None:
-    """``exclude``: earlier ``blind.jsonl`` files whose pairs are not drawn again (pairs a
-    check was designed on do not measure it)."""
+def stratified(
+    scores: np.ndarray, verdicts: Sequence[float | None], bins: int = 5
+) -> tuple[float, list[dict[str, Any]]]:
+    """Readers' precision over everything served, from the served pairs someone judged.
+
+    Samples drawn at other budgets, by other builds or with ``--exclude`` do not cover the
+    served set evenly (a sample at delta 0.05 takes only high scores), so judged pairs are
+    averaged per score quantile and each quantile weighted by how much is served in it.
+    ``verdicts[i]``: the share of samples whose readers all called pair ``i`` right, None
+    if no sample drew it.
+    """
+    edges = np.quantile(scores, np.linspace(0.0, 1.0, bins + 1))
+    which = np.clip(np.searchsorted(edges, scores, side="right") - 1, 0, bins - 1)
+    total, rows = 0.0, []
+    for b in range(bins):
+        members = np.nonzero(which == b)[0]
+        judged = [v for i in members if (v := verdicts[int(i)]) is not None]
+        rate = float(np.mean(judged)) if judged else float("nan")
+        total += rate * len(members)
+        bounds = [round(float(edges[b]), 4), round(float(edges[b + 1]), 4)]
+        row = {"served": len(members), "judged": len(judged), "readers": round(rate, 4)}
+        rows.append({"scores": bounds, **row})
+    return total / max(1, len(scores)), rows
+
+
+def _decide(data: Path, delta: float) -> tuple[list[tuple[str, str, int]], dict[str, np.ndarray]]:
+    """The shipped decision (MLP verifier, ``bench.cache_quality``'s code) on the test split."""
     from bench.cache_quality import decisions, scored
 
     settings = EdgeSettings()
@@ -161,21 +185,60 @@ def sample(
     va, vb, labels = scored(pairs, Embedder(settings.embed_model_dir(), threads=2))
     served, scores, _ = decisions(pairs, va, vb, matcher)
     candidate = np.einsum("ij,ij->i", va, vb) >= matcher.policy.floor
+    arrays = {"served": served, "scores": scores, "labels": labels, "candidate": candidate}
+    return pairs, arrays
+
+
+def _meta(delta: float, labels: np.ndarray, served: np.ndarray) -> dict[str, Any]:
+    verifier = load_matcher(EdgeSettings()).verifier
+    return {"delta": delta, "pairs": len(labels), "served": int(served.sum()),
+            "recall": round(float((served & (labels == 1)).sum() / labels.sum()), 4),
+            "verifier": verifier.meta.get("version") if verifier else None}  # fmt: skip
+
+
+def sample(
+    data: Path, delta: float, n_served: int, n_controls: int, out: Path, exclude: Sequence[Path]
+) -> None:
+    """``exclude``: earlier ``blind.jsonl`` files whose pairs are not drawn again (pairs a
+    check was designed on do not measure it)."""
+    pairs, d = _decide(data, delta)
     seen = {(r["cached"], r["asked"]) for path in exclude for r in _read_jsonl(path)}
     fresh = np.array([(a, b) not in seen for a, b, _ in pairs], dtype=bool)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "blind.jsonl").open("w") as blind, (out / "key.jsonl").open("w") as key:
-        drawn = draw(served & fresh, candidate & fresh, n_served, n_controls)
+        drawn = draw(d["served"] & fresh, d["candidate"] & fresh, n_served, n_controls)
         for n, (i, kind) in enumerate(drawn):
             blind.write(json.dumps({"id": n, "cached": pairs[i][0], "asked": pairs[i][1]}) + "\n")
-            row = {"id": n, "kind": kind, "qqp_label": int(labels[i]), "score": float(scores[i])}
+            row = {"id": n, "kind": kind, "qqp_label": int(d["labels"][i]),
+                   "score": float(d["scores"][i])}  # fmt: skip
             key.write(json.dumps(row) + "\n")
-    meta = {"delta": delta, "pairs": len(pairs), "served": int(served.sum()),
-            "excluded": int((~fresh).sum()),
-            "recall": round(float((served & (labels == 1)).sum() / labels.sum()), 4),
-            "verifier": base.verifier.meta.get("version")}  # fmt: skip
+    meta = {**_meta(delta, d["labels"], d["served"]), "excluded": int((~fresh).sum())}
     (out / "sample.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {out / 'blind.jsonl'} for readers and {out / 'key.jsonl'}; {meta}")
+
+
+def census(data: Path, delta: float, audits: list[list[Path]]) -> None:
+    """Readers' precision over all the decision serves at ``delta``, from every audit."""
+    verdicts: dict[tuple[str, str], list[bool]] = {}
+    for folder, *reader_files in audits:
+        readers = [{int(r["id"]): bool(r["same"]) for r in _read_jsonl(f)} for f in reader_files]
+        for r in _read_jsonl(folder / "blind.jsonl"):
+            ok = all(j[int(r["id"])] for j in readers)
+            verdicts.setdefault((r["cached"], r["asked"]), []).append(ok)
+    pairs, d = _decide(data, delta)
+    hits = np.nonzero(d["served"])[0]
+    judged = [verdicts.get((pairs[i][0], pairs[i][1])) for i in hits]
+    rate, rows = stratified(d["scores"][hits], [float(np.mean(v)) if v else None for v in judged])
+    stats = {"sample": _meta(delta, d["labels"], d["served"]), "readers_precision": round(rate, 4),
+             "judged": sum(v is not None for v in judged), "quantiles": rows,
+             "qqp_precision": round(float(d["labels"][hits].mean()), 4)}  # fmt: skip
+    path = save("cache_audit_census", stats)
+    print(f"{len(hits)} served at delta {delta}, {stats['judged']} judged by readers")
+    for row in rows:
+        lo, hi = row["scores"]
+        print(f"  score {lo:.3f}-{hi:.3f}: {row['served']:>5} served {row['judged']:>5} judged"
+              f"  readers {row['readers']:.3f}")  # fmt: skip
+    print(f"  readers' precision {rate:.3f} (QQP's {stats['qqp_precision']:.3f}); wrote {path}")
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -210,11 +273,18 @@ def main() -> None:
     c = sub.add_parser("score", help="score readers' judgments against the key")
     c.add_argument("readers", type=Path, nargs="+")
     c.add_argument("--out", type=Path, default=AUDIT)
+    n = sub.add_parser("census", help="readers' precision over all that is served, every audit")
+    n.add_argument("--data", type=Path, default=SHARED_DATA / "cache")
+    n.add_argument("--delta", type=float, default=0.1)
+    n.add_argument("--audit", type=Path, nargs="+", action="append", required=True,
+                   help="a sample's folder, then its readers' files")  # fmt: skip
     args = parser.parse_args()
+    if args.command in ("sample", "census") and not (args.data / "qqp_pairs.jsonl").exists():
+        raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
     if args.command == "sample":
-        if not (args.data / "qqp_pairs.jsonl").exists():
-            raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
         sample(args.data, args.delta, args.served, args.controls, args.out, args.exclude)
+    elif args.command == "census":
+        census(args.data, args.delta, args.audit)
     else:
         score(args.out, args.readers)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.cache_audit import audit_stats, draw, kappa, table, wilson
+from bench.cache_audit import audit_stats, draw, kappa, stratified, table, wilson
 
 
 def test_wilson_interval_brackets_the_rate_and_narrows_with_n() -> None:
@@ -59,3 +59,13 @@ def test_audit_stats_joins_readers_with_the_key() -> None:
     assert "kappa" in stats and "served right" in table(stats)
     with pytest.raises(ValueError, match="missing"):
         audit_stats(key, {"r3": {0: True}})
+
+
+def test_stratified_precision_weights_each_score_band_by_what_is_served() -> None:
+    # Two bands of 4 served pairs; the sample judged 3 of the high band (all right) and
+    # 1 of the low band (wrong): a plain mean says 0.75, the served set is half each.
+    scores = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9])
+    verdicts = [None, None, 0.0, None, 1.0, 1.0, None, 1.0]
+    rate, rows = stratified(scores, verdicts, bins=2)
+    assert rate == 0.5
+    assert [(r["served"], r["judged"], r["readers"]) for r in rows] == [(4, 1, 0.0), (4, 3, 1.0)]
