@@ -1,9 +1,9 @@
 """Cache audit: would people call the served answers right? QQP's labels, read again.
 
-    .venv/bin/python -m bench.cache_audit sample [--delta 0.1] [--served 400] [--controls 100]
-                                                [--exclude OLD/blind.jsonl ...]
+    .venv/bin/python -m bench.cache_audit sample [--config 0.1:0.80 ...] [--split test]
+                                [--served 400] [--controls 100] [--exclude OLD/blind.jsonl ...]
     .venv/bin/python -m bench.cache_audit score READER.jsonl [READER.jsonl ...]
-    .venv/bin/python -m bench.cache_audit census [--delta 0.1] --audit DIR READER.jsonl ...
+    .venv/bin/python -m bench.cache_audit census [--config 0.1:0.80] --audit DIR READER.jsonl ...
                                                 [--audit DIR READER.jsonl ...]
 
 ``bench.cache_quality`` counts a served hit as wrong when QQP says "not a duplicate". Those
@@ -14,13 +14,18 @@ decision's errors with the yardstick's. This audit measures the decision against
 instead, blind, on a random sample of what it serves.
 
 ``sample`` runs the shipped decision (the MLP verifier, ``bench.cache_quality``'s code) on
-the held-out QQP test pairs at the false-hit budget ``--delta``, draws ``--served`` of the
-pairs it serves and ``--controls`` of those it rejects although their cosine passed the
-candidate floor, shuffles them and writes, under ``bench/results/cache_audit/``:
+the held-out QQP pairs (``--split test``, or ``calibration``: pairs no audit has read yet)
+for each ``--config DELTA:FLOOR`` (false-hit budget, candidate floor), draws ``--served``
+of the pairs some config serves and ``--controls`` of the candidates none serves, shuffles
+them and writes, under ``bench/results/cache_audit/``:
 
 - ``blind.jsonl``: ``{"id", "cached", "asked"}``, all a reader sees;
-- ``key.jsonl``: ``{"id", "kind": "served"|"control", "qqp_label", "score"}``, which no
-  reader may see.
+- ``key.jsonl``: ``{"id", "kind": "served"|"control", "qqp_label", "score", "cosine",
+  "configs"}`` (the configs that serve the pair), which no reader may see.
+
+The draw is uniform over what any config serves, so the drawn pairs one config serves are
+a uniform sample of all it serves: several configs are compared on the same pairs by the
+same readers.
 
 Each reader answers for every id, alone: would a correct answer to ``cached`` also be a
 correct and complete answer to ``asked``? One JSON line each, ``{"id", "same": true|false}``.
@@ -28,7 +33,8 @@ correct and complete answer to ``asked``? One JSON line each, ``{"id", "same": t
 ``score`` joins the readers' files with the key and prints, per reader and for "every
 reader says yes": the precision of served answers with a 95 % Wilson interval, the share
 of controls called the same (a reader who says yes to everything shows up here), Cohen's
-kappa between the first two readers, and QQP's own precision on the same served pairs.
+kappa between the first two readers, and QQP's own precision on the same served pairs;
+then the same precisions per config.
 The pairs stay under ``bench/results`` (ignored by git): QQP's terms forbid shipping them.
 """
 
@@ -39,6 +45,7 @@ import json
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +53,7 @@ import numpy as np
 
 from bench.common import RESULTS, SHARED_DATA, progress, save
 from edge.cache_eval import load_pairs
-from edge.cache_match import Matcher, MatchPolicy, load_matcher
+from edge.cache_match import Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 from shared.prepare.pair_split import split
@@ -171,69 +178,116 @@ def stratified(
     return total / max(1, len(scores)), rows
 
 
-def _decide(data: Path, delta: float) -> tuple[list[tuple[str, str, int]], dict[str, np.ndarray]]:
-    """The shipped decision (MLP verifier, ``bench.cache_quality``'s code) on the test split."""
+Config = tuple[float, float]  # (false-hit budget delta, candidate floor)
+
+
+def parse_config(text: str) -> Config:
+    """``"0.1:0.92"`` -> (0.1, 0.92); ``"0.1"`` keeps the configured candidate floor."""
+    delta, _, floor = text.partition(":")
+    return float(delta), float(floor) if floor else EdgeSettings().cache_candidate_floor
+
+
+def config_name(config: Config) -> str:
+    return f"{config[0]:g}:{config[1]:.2f}"
+
+
+def serves(arrays: dict[str, np.ndarray], config: Config) -> np.ndarray:
+    """What the decision serves at ``config``: confident enough and close enough.
+
+    A fresh entry is served at budget delta exactly when its confidence is >= 1 - delta
+    (``bench.cache_quality.decisions``); a higher floor only removes neighbours.
+    """
+    delta, floor = config
+    served: np.ndarray = (arrays["conf"] >= 1.0 - delta) & (arrays["cosine"] >= floor)
+    return served
+
+
+def _decide(
+    data: Path, part: str = "test"
+) -> tuple[list[tuple[str, str, int]], dict[str, np.ndarray]]:
+    """The shipped decision's inputs (MLP verifier, ``bench.cache_quality``'s code) on one
+    held-out split: score, confidence, cosine and label per pair."""
     from bench.cache_quality import decisions, scored
 
     settings = EdgeSettings()
     base = load_matcher(settings.model_copy(update={"cache_cross_encoder": False}))
     if base.verifier is None:
         raise SystemExit("no verifier prepared: run `edgecore models prepare` first")
-    matcher = Matcher(base.verifier, MatchPolicy(**{**base.policy.__dict__, "delta": delta}))
-    pairs = [p for p in load_pairs(data / "qqp_pairs.jsonl") if split(p[0], p[1]) == "test"]
-    progress(f"deciding {len(pairs)} held-out pairs at delta {delta} ...")
+    # The lowest floor: ``serves`` raises it per config.
+    matcher = Matcher(base.verifier, replace(base.policy, floor=0.0))
+    pairs = [p for p in load_pairs(data / "qqp_pairs.jsonl") if split(p[0], p[1]) == part]
+    progress(f"deciding {len(pairs)} held-out {part} pairs ...")
     va, vb, labels = scored(pairs, Embedder(settings.embed_model_dir(), threads=2))
-    served, scores, _ = decisions(pairs, va, vb, matcher)
-    candidate = np.einsum("ij,ij->i", va, vb) >= matcher.policy.floor
-    arrays = {"served": served, "scores": scores, "labels": labels, "candidate": candidate}
+    _, scores, conf = decisions(pairs, va, vb, matcher)
+    cosine = np.einsum("ij,ij->i", va, vb)
+    arrays = {"scores": scores, "conf": conf, "labels": labels, "cosine": cosine}
     return pairs, arrays
 
 
-def _meta(delta: float, labels: np.ndarray, served: np.ndarray) -> dict[str, Any]:
+def _meta(config: Config, labels: np.ndarray, served: np.ndarray) -> dict[str, Any]:
     verifier = load_matcher(EdgeSettings()).verifier
-    return {"delta": delta, "pairs": len(labels), "served": int(served.sum()),
+    return {"delta": config[0], "floor": config[1], "pairs": len(labels),
+            "served": int(served.sum()),
             "recall": round(float((served & (labels == 1)).sum() / labels.sum()), 4),
             "verifier": verifier.meta.get("version") if verifier else None}  # fmt: skip
 
 
 def sample(
-    data: Path, delta: float, n_served: int, n_controls: int, out: Path, exclude: Sequence[Path]
+    data: Path,
+    configs: Sequence[Config],
+    n_served: int,
+    n_controls: int,
+    out: Path,
+    exclude: Sequence[Path],
+    part: str = "test",
 ) -> None:
     """``exclude``: earlier ``blind.jsonl`` files whose pairs are not drawn again (pairs a
     check was designed on do not measure it)."""
-    pairs, d = _decide(data, delta)
+    pairs, d = _decide(data, part)
     seen = {(r["cached"], r["asked"]) for path in exclude for r in _read_jsonl(path)}
     fresh = np.array([(a, b) not in seen for a, b, _ in pairs], dtype=bool)
+    by_config = {config_name(c): serves(d, c) for c in configs}
+    served = np.logical_or.reduce(list(by_config.values()))
+    lowest = min(floor for _, floor in configs)
+    candidate = d["cosine"] >= lowest
     out.mkdir(parents=True, exist_ok=True)
     with (out / "blind.jsonl").open("w") as blind, (out / "key.jsonl").open("w") as key:
-        drawn = draw(d["served"] & fresh, d["candidate"] & fresh, n_served, n_controls)
+        drawn = draw(served & fresh, candidate & fresh, n_served, n_controls)
         for n, (i, kind) in enumerate(drawn):
             blind.write(json.dumps({"id": n, "cached": pairs[i][0], "asked": pairs[i][1]}) + "\n")
             row = {"id": n, "kind": kind, "qqp_label": int(d["labels"][i]),
-                   "score": float(d["scores"][i])}  # fmt: skip
+                   "score": float(d["scores"][i]), "cosine": round(float(d["cosine"][i]), 4),
+                   "configs": [name for name, m in by_config.items() if m[i]]}  # fmt: skip
             key.write(json.dumps(row) + "\n")
-    meta = {**_meta(delta, d["labels"], d["served"]), "excluded": int((~fresh).sum())}
+    meta = {
+        "split": part,
+        "excluded": int((~fresh).sum()),
+        "configs": {
+            config_name(c): _meta(c, d["labels"], by_config[config_name(c)]) for c in configs
+        },
+    }
     (out / "sample.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"wrote {out / 'blind.jsonl'} for readers and {out / 'key.jsonl'}; {meta}")
 
 
-def census(data: Path, delta: float, audits: list[list[Path]]) -> None:
-    """Readers' precision over all the decision serves at ``delta``, from every audit."""
+def census(data: Path, config: Config, audits: list[list[Path]]) -> None:
+    """Readers' precision over all the decision serves at ``config``, from every audit."""
     verdicts: dict[tuple[str, str], list[bool]] = {}
     for folder, *reader_files in audits:
         readers = [{int(r["id"]): bool(r["same"]) for r in _read_jsonl(f)} for f in reader_files]
         for r in _read_jsonl(folder / "blind.jsonl"):
             ok = all(j[int(r["id"])] for j in readers)
             verdicts.setdefault((r["cached"], r["asked"]), []).append(ok)
-    pairs, d = _decide(data, delta)
-    hits = np.nonzero(d["served"])[0]
+    pairs, d = _decide(data)
+    served = serves(d, config)
+    hits = np.nonzero(served)[0]
     judged = [verdicts.get((pairs[i][0], pairs[i][1])) for i in hits]
     rate, rows = stratified(d["scores"][hits], [float(np.mean(v)) if v else None for v in judged])
-    stats = {"sample": _meta(delta, d["labels"], d["served"]), "readers_precision": round(rate, 4),
+    stats = {"sample": _meta(config, d["labels"], served), "readers_precision": round(rate, 4),
              "judged": sum(v is not None for v in judged), "quantiles": rows,
              "qqp_precision": round(float(d["labels"][hits].mean()), 4)}  # fmt: skip
     path = save("cache_audit_census", stats)
-    print(f"{len(hits)} served at delta {delta}, {stats['judged']} judged by readers")
+    print(f"{len(hits)} served at {config_name(config)}, {stats['judged']} judged by readers")
     for row in rows:
         lo, hi = row["scores"]
         print(f"  score {lo:.3f}-{hi:.3f}: {row['served']:>5} served {row['judged']:>5} judged"
@@ -251,9 +305,18 @@ def score(out: Path, reader_files: list[Path]) -> None:
     readers = {
         p.stem: {int(r["id"]): bool(r["same"]) for r in _read_jsonl(p)} for p in reader_files
     }
-    stats = {"sample": json.loads((out / "sample.json").read_text()), **audit_stats(key, readers)}
-    path = save("cache_audit", stats)
+    sample_meta = json.loads((out / "sample.json").read_text())
+    stats = {"sample": sample_meta, **audit_stats(key, readers)}
     print(table(stats))
+    # Per config: the drawn pairs it serves (a uniform sample of all it serves), same controls.
+    configs = sample_meta.get("configs", {})
+    stats["configs"] = {}
+    for name in configs if len(configs) > 1 else ():
+        mine = [k for k in key if k["kind"] == "control" or name in k.get("configs", ())]
+        stats["configs"][name] = audit_stats(mine, readers)
+        print(f"\nconfig {name} (delta:floor), recall {configs[name]['recall']}:")
+        print(table(stats["configs"][name]))
+    path = save("cache_audit", stats)
     print(f"wrote {path}")
 
 
@@ -264,7 +327,14 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample", help="draw the blind sample")
     s.add_argument("--data", type=Path, default=SHARED_DATA / "cache")
-    s.add_argument("--delta", type=float, default=0.1)
+    s.add_argument(
+        "--config",
+        type=parse_config,
+        action="append",
+        default=None,
+        help="DELTA:FLOOR served by the decision (repeat to compare; default 0.1)",
+    )
+    s.add_argument("--split", choices=("test", "calibration"), default="test")
     s.add_argument("--served", type=int, default=400)
     s.add_argument("--controls", type=int, default=100)
     s.add_argument("--out", type=Path, default=AUDIT)
@@ -275,16 +345,17 @@ def main() -> None:
     c.add_argument("--out", type=Path, default=AUDIT)
     n = sub.add_parser("census", help="readers' precision over all that is served, every audit")
     n.add_argument("--data", type=Path, default=SHARED_DATA / "cache")
-    n.add_argument("--delta", type=float, default=0.1)
+    n.add_argument("--config", type=parse_config, default="0.1", help="DELTA:FLOOR")
     n.add_argument("--audit", type=Path, nargs="+", action="append", required=True,
                    help="a sample's folder, then its readers' files")  # fmt: skip
     args = parser.parse_args()
     if args.command in ("sample", "census") and not (args.data / "qqp_pairs.jsonl").exists():
         raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
     if args.command == "sample":
-        sample(args.data, args.delta, args.served, args.controls, args.out, args.exclude)
+        configs = args.config or [parse_config("0.1")]
+        sample(args.data, configs, args.served, args.controls, args.out, args.exclude, args.split)
     elif args.command == "census":
-        census(args.data, args.delta, args.audit)
+        census(args.data, args.config, args.audit)
     else:
         score(args.out, args.readers)
 

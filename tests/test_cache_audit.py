@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.cache_audit import audit_stats, draw, kappa, stratified, table, wilson
+from bench.cache_audit import (
+    audit_stats,
+    config_name,
+    draw,
+    kappa,
+    parse_config,
+    serves,
+    stratified,
+    table,
+    wilson,
+)
 
 
 def test_wilson_interval_brackets_the_rate_and_narrows_with_n() -> None:
@@ -69,3 +79,15 @@ def test_stratified_precision_weights_each_score_band_by_what_is_served() -> Non
     rate, rows = stratified(scores, verdicts, bins=2)
     assert rate == 0.5
     assert [(r["served"], r["judged"], r["readers"]) for r in rows] == [(4, 1, 0.0), (4, 3, 1.0)]
+
+
+def test_a_config_serves_what_is_confident_and_close_enough() -> None:
+    arrays = {
+        "conf": np.array([0.99, 0.96, 0.91, 0.99, 0.5]),
+        "cosine": np.array([0.97, 0.85, 0.95, 0.81, 0.99]),
+    }
+    assert serves(arrays, (0.05, 0.80)).tolist() == [True, True, False, True, False]
+    assert serves(arrays, (0.1, 0.90)).tolist() == [True, False, True, False, False]
+    assert parse_config("0.1:0.92") == (0.1, 0.92)
+    assert parse_config("0.2")[0] == 0.2  # the configured floor
+    assert config_name((0.1, 0.9)) == "0.1:0.90"
