@@ -24,10 +24,9 @@ KV_USAGE = "vllm:kv_cache_usage_perc"
 # Counted every engine step (vllm/v1/metrics/loggers.py): they move only while it works.
 TOKENS = ("vllm:prompt_tokens_total", "vllm:generation_tokens_total")
 _PREFIXES = tuple(
-    p + name
-    for name in (RUNNING, WAITING, KV_USAGE, *TOKENS)
-    for p in ("", "# HELP ", "# TYPE ")
+    p + name for name in (RUNNING, WAITING, KV_USAGE, *TOKENS) for p in ("", "# HELP ", "# TYPE ")
 )
+
 
 @dataclass(frozen=True)
 class EngineLoad:
@@ -42,9 +41,7 @@ def parse_engine_load(text: str) -> EngineLoad:
     and take the fullest KV cache."""
     # vLLM's exposition is large (histograms); parsing all of it every poll would block the
     # event loop for milliseconds. Keep the three families' lines, parse only those.
-    wanted = "\n".join(
-        line for line in text.splitlines() if line.startswith(_PREFIXES)
-    )
+    wanted = "\n".join(line for line in text.splitlines() if line.startswith(_PREFIXES))
     running = waiting = kv = tokens = 0.0
     for family in text_string_to_metric_families(wanted):
         for sample in family.samples:

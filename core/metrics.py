@@ -56,11 +56,13 @@ class CoreMetrics:
                 "edgecore_core_engine_ready", "1 when some replica's engine is healthy."
             ),
             replica_state=gauge(
-                "edgecore_core_replica_state", "1 for the replica's current state.",
+                "edgecore_core_replica_state",
+                "1 for the replica's current state.",
                 ("replica", "state"),
             ),
             replica_in_flight=gauge(
-                "edgecore_core_replica_in_flight", "Requests this core has on the replica.",
+                "edgecore_core_replica_in_flight",
+                "Requests this core has on the replica.",
                 ("replica",),
             ),
             replica_engine_requests=gauge(
@@ -69,7 +71,8 @@ class CoreMetrics:
                 ("replica", "kind"),
             ),
             replica_kv_usage=gauge(
-                "edgecore_core_replica_kv_cache_usage", "The engine's KV cache usage (0-1).",
+                "edgecore_core_replica_kv_cache_usage",
+                "The engine's KV cache usage (0-1).",
                 ("replica",),
             ),
             replica_restarts=gauge(

@@ -178,4 +178,3 @@ class Pool:
 
     def status(self) -> list[dict[str, Any]]:
         return [r.status() for r in self.replicas]
-

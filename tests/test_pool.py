@@ -73,9 +73,9 @@ def engine_ports() -> int:
 
 
 @pytest.fixture(scope="module")
-def pool(models_dir: Path, log_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
-    PoolCore
-]:
+def pool(
+    models_dir: Path, log_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PoolCore]:
     import psutil
 
     pool_file = tmp_path_factory.mktemp("pool") / "pool.toml"
@@ -166,9 +166,10 @@ def held() -> Iterator[list[Held]]:
 
 
 def idle(core: PoolCore) -> bool:
-    return all(r["in_flight"] == 0 for r in core.replicas().values()) and metric(
-        core.url, "edgecore_core_queue_depth"
-    ) == 0
+    return (
+        all(r["in_flight"] == 0 for r in core.replicas().values())
+        and metric(core.url, "edgecore_core_queue_depth") == 0
+    )
 
 
 def engines_idle(core: PoolCore) -> bool:
@@ -362,4 +363,3 @@ def test_pool_metrics_and_bad_config(pool: PoolCore, tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2
     assert "replicas[0].engine.tensor_parallel_size" in out.stderr
-

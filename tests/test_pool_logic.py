@@ -281,11 +281,11 @@ def test_pool_file_with_gpu_replicas(clean_env: pytest.MonkeyPatch, tmp_path: Pa
     path = tmp_path / "pool.toml"
     path.write_text(
         'profile = "llama-3.3-70b-tp4-eagle3"\n'
-        "[engine]\nvisible_devices = \"split\"\n"
-        "[engine.speculative]\nmethod = \"eagle3\"\nmodel = \"/models/eagle3\"\n"
+        '[engine]\nvisible_devices = "split"\n'
+        '[engine.speculative]\nmethod = "eagle3"\nmodel = "/models/eagle3"\n'
         "disable_by_batch_size = 32\n"
-        "[[replicas]]\nname = \"left\"\n"
-        "[[replicas]]\nname = \"right\"\nmax_in_flight = 16\n"
+        '[[replicas]]\nname = "left"\n'
+        '[[replicas]]\nname = "right"\nmax_in_flight = 16\n'
     )
     clean_env.setenv("EDGECORE_CORE_POOL_FILE", str(path))
     left, right = load_pool(CoreSettings())
@@ -306,10 +306,13 @@ def test_pool_file_with_gpu_replicas(clean_env: pytest.MonkeyPatch, tmp_path: Pa
         ("[engine]\nmax_modl_len = 5\n", "max_modl_len"),
         ("replicas = 0\n", "replicas"),
         ('[[replicas]]\nname = "a"\n[[replicas]]\nname = "a"\n', "replicas.name"),
-        ('[[replicas]]\nname = "a"\nengine = { port = 9 }\n[[replicas]]\nengine = { port = 9 }\n',
-         "replicas.engine.port"),
+        (
+            '[[replicas]]\nname = "a"\nengine = { port = 9 }\n'
+            '[[replicas]]\nengine = { port = 9 }\n',
+            "replicas.engine.port",
+        ),
         ('profile = "nope"\n', "pool_profile"),
-        ("[engine.speculative]\nmethod = \"eagle3\"\n", "draft model"),
+        ('[engine.speculative]\nmethod = "eagle3"\n', "draft model"),
         ("replica = 2\n", "replica"),
         ("[engine\n", "invalid TOML"),
     ],
