@@ -308,7 +308,7 @@ def test_pool_file_with_gpu_replicas(clean_env: pytest.MonkeyPatch, tmp_path: Pa
         ('[[replicas]]\nname = "a"\n[[replicas]]\nname = "a"\n', "replicas.name"),
         (
             '[[replicas]]\nname = "a"\nengine = { port = 9 }\n'
-            '[[replicas]]\nengine = { port = 9 }\n',
+            "[[replicas]]\nengine = { port = 9 }\n",
             "replicas.engine.port",
         ),
         ('profile = "nope"\n', "pool_profile"),
