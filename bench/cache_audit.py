@@ -3,8 +3,8 @@
     .venv/bin/python -m bench.cache_audit sample [--config 0.1:0.80 ...] [--split test]
                                 [--served 400] [--controls 100] [--exclude OLD/blind.jsonl ...]
     .venv/bin/python -m bench.cache_audit score READER.jsonl [READER.jsonl ...]
-    .venv/bin/python -m bench.cache_audit census [--config 0.1:0.80] --audit DIR READER.jsonl ...
-                                                [--audit DIR READER.jsonl ...]
+    .venv/bin/python -m bench.cache_audit census [--config 0.1:0.80] [--split test]
+                            --audit DIR READER.jsonl ... [--audit DIR READER.jsonl ...]
 
 ``bench.cache_quality`` counts a served hit as wrong when QQP says "not a duplicate". Those
 labels are one crowd worker's call each, and the hard pairs a cache serves are where they
@@ -270,7 +270,7 @@ def sample(
     print(f"wrote {out / 'blind.jsonl'} for readers and {out / 'key.jsonl'}; {meta}")
 
 
-def census(data: Path, config: Config, audits: list[list[Path]]) -> None:
+def census(data: Path, config: Config, audits: list[list[Path]], part: str = "test") -> None:
     """Readers' precision over all the decision serves at ``config``, from every audit."""
     verdicts: dict[tuple[str, str], list[bool]] = {}
     for folder, *reader_files in audits:
@@ -278,7 +278,7 @@ def census(data: Path, config: Config, audits: list[list[Path]]) -> None:
         for r in _read_jsonl(folder / "blind.jsonl"):
             ok = all(j[int(r["id"])] for j in readers)
             verdicts.setdefault((r["cached"], r["asked"]), []).append(ok)
-    pairs, d = _decide(data)
+    pairs, d = _decide(data, part)
     served = serves(d, config)
     hits = np.nonzero(served)[0]
     judged = [verdicts.get((pairs[i][0], pairs[i][1])) for i in hits]
@@ -346,6 +346,7 @@ def main() -> None:
     n = sub.add_parser("census", help="readers' precision over all that is served, every audit")
     n.add_argument("--data", type=Path, default=SHARED_DATA / "cache")
     n.add_argument("--config", type=parse_config, default="0.1", help="DELTA:FLOOR")
+    n.add_argument("--split", choices=("test", "calibration"), default="test")
     n.add_argument("--audit", type=Path, nargs="+", action="append", required=True,
                    help="a sample's folder, then its readers' files")  # fmt: skip
     args = parser.parse_args()
@@ -355,7 +356,7 @@ def main() -> None:
         configs = args.config or [parse_config("0.1")]
         sample(args.data, configs, args.served, args.controls, args.out, args.exclude, args.split)
     elif args.command == "census":
-        census(args.data, args.config, args.audit)
+        census(args.data, args.config, args.audit, args.split)
     else:
         score(args.out, args.readers)
 

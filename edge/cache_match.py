@@ -45,8 +45,9 @@ class Candidate:
 
 @dataclass(frozen=True)
 class MatchPolicy:
-    floor: float = 0.80
-    delta: float = 0.05
+    # Defaults as EdgeSettings': a neighbour closer than the floor, certified at delta.
+    floor: float = 0.92
+    delta: float = 0.1
     prior_strength: float = 20.0
     explore_rate: float = 0.05
     min_similarity: float = 0.95  # cosine threshold when no verifier is installed
@@ -104,14 +105,14 @@ class Matcher:
     ) -> Match:
         """``draw`` is a uniform random number in [0, 1) for exploration (1.0: never)."""
         p = self.policy
+        query = normalize(text)
+        for c in candidates:  # the same words: whatever the floor
+            if normalize(c.prompt) == query:
+                return Match(c, 1.0, 1.0, True, "exact")
         live = [c for c in candidates if c.cosine >= p.floor]
         if not live:
             best = max(candidates, key=lambda c: c.cosine, default=None)
             return Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
-        query = normalize(text)
-        for c in live:
-            if normalize(c.prompt) == query:
-                return Match(c, 1.0, 1.0, True, "exact")
         if self.verifier is None:
             best = max(live, key=lambda c: c.cosine)
             ok = best.cosine >= p.min_similarity

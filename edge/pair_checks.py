@@ -4,7 +4,8 @@ Two kinds. ``lexical_features`` are symmetric inputs to the verifier's MLP (ques
 negation, numbers, names, content-word overlap): a bi-encoder is known to miss them, and the
 MLP learns from QQP how much each matters. ``told_apart_by`` is a directional veto applied after
 the MLP, for what QQP's symmetric labels taught it to ignore: a new question that names
-something the cached one does not, asks more questions than it, or asks for the opposite.
+something the cached one does not, asks more questions than it, asks for the opposite, or
+negates it.
 A cached answer may cover more than is asked, never something else or less
 (``bench.cache_audit``: blind readers call such answers wrong, QQP calls most of the first
 two kinds duplicates).
@@ -215,11 +216,33 @@ def opposite_words(cached: str, asked: str) -> set[str]:
     return found
 
 
+_HEAD_NEGATIONS = frozenset(("not", "no", "never", "cannot"))
+_OR_NOT = re.compile(r"\bor not\b", re.IGNORECASE)
+
+
+def negated_head(text: str) -> bool:
+    """A question negated at its head: a sentence opening with a question word or an
+    auxiliary that has "not", "no", "never" or "n't" within its first five words.
+
+    "Is coffee not bad for you?", "Why shouldn't I vote for him?", "Why is the sky not
+    blue?". A terse answer to the plain question ("No.") is wrong for the negated one, and
+    the two embed at cosine 0.97. Negations further in ("... that I can't control?",
+    "... without dieting?") and "or not" are left to the MLP: blind readers call most
+    such pairs the same question.
+    """
+    for sentence in re.split(r"[?.!;]", _OR_NOT.sub(" ", text)):
+        words = [w.lower() for w in _TOKEN.findall(sentence)]
+        if words and words[0] in _QWORDS:
+            if any(w in _HEAD_NEGATIONS or w.endswith("n't") for w in words[:5]):
+                return True
+    return False
+
+
 def told_apart_by(cached: str, asked: str) -> str | None:
     """Why the cached answer cannot answer the asked question, or None.
 
     "names": the asked question names something new; "questions": it asks more questions;
-    "opposite": it asks for the opposite.
+    "opposite": it asks for the opposite; "negation": one of the two is negated at its head.
     """
     if new_names(cached, asked):
         return "names"
@@ -227,6 +250,8 @@ def told_apart_by(cached: str, asked: str) -> str | None:
         return "questions"
     if opposite_words(cached, asked):
         return "opposite"
+    if negated_head(cached) != negated_head(asked):
+        return "negation"
     return None
 
 

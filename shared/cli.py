@@ -59,6 +59,8 @@ def cmd_eval_cache(args: argparse.Namespace) -> int:
     update: dict[str, object] = {"models_dir": args.models_dir or args.home / "models"}
     if args.false_hit_budget is not None:
         update["cache_false_hit_budget"] = args.false_hit_budget
+    if args.candidate_floor is not None:
+        update["cache_candidate_floor"] = args.candidate_floor
     if args.cross_encoder is not None:
         update["cache_cross_encoder"] = args.cross_encoder
     settings = settings.model_copy(update=update)
@@ -206,6 +208,9 @@ def parser() -> argparse.ArgumentParser:
     ec.add_argument("--json", type=Path, default=None, help="write the result here")
     ec.add_argument(
         "--false-hit-budget", type=float, default=None, help="delta (default: settings)"
+    )
+    ec.add_argument(
+        "--candidate-floor", type=float, default=None, help="cosine floor (default: settings)"
     )
     ec.add_argument("--threads", type=int, default=2)
     ec.add_argument("--models-dir", type=Path, default=None)

@@ -17,6 +17,7 @@ from edge.pair_checks import (
     LEXICAL,
     extra_questions,
     lexical_features,
+    negated_head,
     new_names,
     opposite_words,
     told_apart_by,
@@ -57,8 +58,8 @@ def test_below_floor_is_never_verified() -> None:
 
 
 def test_same_words_are_served_without_the_verifier() -> None:
-    m = Matcher(cosine_verifier(), MatchPolicy())
-    q, c = candidate(0.85, prompt="What is  Redis?")
+    m = Matcher(cosine_verifier(), MatchPolicy(floor=0.9))
+    q, c = candidate(0.85, prompt="What is  Redis?")  # below the floor: the words decide
     assert m.decide(q, "what is redis?", [c]).reason == "exact"
 
 
@@ -182,6 +183,25 @@ def test_an_asked_question_for_the_opposite_is_told_apart() -> None:
     assert opposite_words("What is the drawback of democracy?", "Advantages and drawbacks of it?")
 
 
+def test_a_question_negated_at_its_head_is_told_apart() -> None:
+    for cached, asked in [
+        ("Is coffee bad for you?", "Is coffee not bad for you?"),
+        ("Why is the sky blue?", "Why is the sky not blue?"),
+        ("Why should one vote for Trump?", "Why shouldn't I vote for Trump?"),
+        ("Why don't we let people join ISIS?", "Why do people join ISIS?"),  # either way
+    ]:
+        assert told_apart_by(cached, asked) == "negation", asked
+    for cached, asked in [
+        ("Why can't I lose weight?", "Why am I not losing weight?"),  # both negated
+        ("How do I tell if a guy likes me?", "How do I know if a guy likes me or not?"),
+        ("Can you lose weight without exercising?", "How can you lose weight without exercise?"),
+        ("How can we control anger?", "What do I do when I get so angry I can't control it?"),
+        ("How do I recover my Gmail password?", "I do not remember my Gmail password. Help?"),
+    ]:
+        assert told_apart_by(cached, asked) is None, asked
+    assert negated_head("Is it not safe? Answer yes or no.")
+
+
 def test_the_verifier_scores_a_pair_that_names_something_new_zero() -> None:
     rome = "Best pizza in Rome?"
     pairs = [(rome, rome), (rome, "Best pizza in Naples?"), (rome, "Is pizza Italian? " + rome)]
@@ -247,7 +267,8 @@ def test_real_verifier_rejects_a_negation(models_dir: Path, trained_verifier: Pa
     stacked = Verifier.load(trained_verifier, models_dir / "cache-cross-encoder")
     assert mlp.cross is None and stacked.cross is not None and stacked.stack is not None
     for verifier in (mlp, stacked):
-        _rejects_negations(emb, Matcher(verifier, MatchPolicy()))
+        # The verifier alone decides: no floor, at the shipped budget.
+        _rejects_negations(emb, Matcher(verifier, MatchPolicy(floor=0.0, delta=0.1)))
 
 
 def _rejects_negations(emb: Embedder, m: Matcher) -> None:
@@ -285,7 +306,8 @@ def test_eval_cli_runs_on_any_pairs_file(tmp_path: Path, models_dir: Path) -> No
     out = tmp_path / "out.json"
     # The default decision, then the stacked one (where a verifier was trained).
     stacked = (models_dir / "verifier" / "verifier.npz").exists()
-    for extra in ([], ["--cross-encoder"]) if stacked else ([],):
+    runs: list[list[str]] = [[], ["--candidate-floor", "0.99", "--false-hit-budget", "0.1"]]
+    for extra in [*runs, ["--cross-encoder"]] if stacked else runs:
         done = subprocess.run(
             [sys.executable, "-m", "shared.cli", "eval", "cache", "--pairs", str(pairs),
              "--json", str(out), "--models-dir", str(models_dir), "--threads", "1", *extra],
@@ -299,6 +321,9 @@ def test_eval_cli_runs_on_any_pairs_file(tmp_path: Path, models_dir: Path) -> No
         assert result["decision"]["false_hit_rate"] == 0.0
         assert {"threshold", "precision", "recall"} <= set(result["cosine"][0])
         assert "edgecore decision" in done.stdout
+        if "--candidate-floor" in extra:  # the operator's knobs reach the decision
+            assert result["policy"]["candidate_floor"] == 0.99
+            assert result["policy"]["false_hit_budget"] == 0.1
 
 
 def test_a_text_embeds_the_same_whatever_it_is_batched_with(models_dir: Path) -> None:
