@@ -186,29 +186,35 @@ class SemanticCache:
             )
         except (RedisError, OSError) as exc:
             raise self._failed(exc) from exc
-        found: list[tuple[Candidate, CachedAnswer]] = []
-        for doc in getattr(result, "docs", []):
-            similarity = 1.0 - float(doc.dist)
-            entry_id = doc.id.removeprefix(self.prefix)
-            packed = getattr(doc, "vec16", "")
-            candidate = Candidate(
-                entry_id=entry_id,
-                cosine=similarity,
-                prompt=getattr(doc, "prompt", "") or "",
-                vector=_unpack(packed) if similarity >= self.floor and packed else None,
-                observations=_observations(getattr(doc, "obs", "")),
-            )
-            answer = CachedAnswer(
-                content=doc.content,
-                finish_reason=doc.finish_reason,
-                usage=json.loads(doc.usage) if doc.usage else None,
-                model=doc.model,
-                similarity=similarity,
-                entry_id=entry_id,
-                prompt=candidate.prompt,
-            )
-            found.append((candidate, answer))
+        found = [hit for doc in getattr(result, "docs", []) if (hit := self._hit(doc))]
         return found
+
+    def _hit(self, doc: Any) -> tuple[Candidate, CachedAnswer] | None:
+        """A search result as a candidate and its answer; None for an entry whose TTL ran
+        out between the index match and the read (it comes back without its fields)."""
+        if not all(hasattr(doc, f) for f in ("dist", "content", "finish_reason", "model")):
+            return None
+        similarity = 1.0 - float(doc.dist)
+        entry_id = doc.id.removeprefix(self.prefix)
+        packed = getattr(doc, "vec16", "")
+        candidate = Candidate(
+            entry_id=entry_id,
+            cosine=similarity,
+            prompt=getattr(doc, "prompt", "") or "",
+            vector=_unpack(packed) if similarity >= self.floor and packed else None,
+            observations=_observations(getattr(doc, "obs", "")),
+        )
+        usage = getattr(doc, "usage", "")
+        answer = CachedAnswer(
+            content=doc.content,
+            finish_reason=doc.finish_reason,
+            usage=json.loads(usage) if usage else None,
+            model=doc.model,
+            similarity=similarity,
+            entry_id=entry_id,
+            prompt=candidate.prompt,
+        )
+        return candidate, answer
 
     async def observe(self, entry_id: str, score: float, right: bool) -> None:
         """Record whether serving this entry at ``score`` would have been right."""
