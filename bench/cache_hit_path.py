@@ -81,6 +81,7 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
         dim=embedder.dim,
         ttl_s=3600,
         top_k=settings.cache_top_k,
+        floor=settings.cache_candidate_floor,
     )
     theirs = RedisVLCache(
         name=f"bench_rvl_{uuid.uuid4().hex[:6]}",

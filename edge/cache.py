@@ -26,7 +26,7 @@ from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.commands.search.query import Query
 from redis.exceptions import RedisError, ResponseError
 
-from edge.cache_match import Candidate, normalize
+from edge.cache_match import Candidate, MatchPolicy, normalize
 
 log = logging.getLogger("edgecore.edge.cache")
 
@@ -81,7 +81,7 @@ class SemanticCache:
         dim: int,
         ttl_s: int,
         top_k: int = 1,
-        floor: float = 0.80,
+        floor: float = MatchPolicy.floor,  # below it no vector is unpacked: never a candidate
         retry_after_s: float = 5.0,
     ) -> None:
         self.redis = redis

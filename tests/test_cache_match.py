@@ -349,6 +349,7 @@ def test_a_search_result_whose_entry_just_expired_is_skipped() -> None:
     from edge.cache import SemanticCache
 
     cache = SemanticCache(Redis(), index="t", dim=DIM, ttl_s=60)  # no I/O here
+    assert cache.floor == MatchPolicy().floor  # one default for "never a candidate"
     # The TTL ran out between the index match and the read: the id comes back, no fields.
     assert cache._hit(SimpleNamespace(id="t:e:gone")) is None
     fields = {"dist": "0.02", "content": "Paris.", "finish_reason": "stop", "model": "m",
