@@ -173,8 +173,10 @@ class CorePool:
         stream: bool,
         priority: str | None = None,
         tenant: str | None = None,
+        path: str = "/v1/chat/completions",
     ) -> Upstream:
-        """POST a chat completion to the best core; returns once response headers arrive.
+        """POST a chat completion (or ``path``: completions, embeddings, responses) to the
+        best core; returns once response headers arrive.
 
         Raises CoreUnavailable when every core failed before its first byte, ApiError for
         the core's own 4xx answers (which no other core would answer differently).
@@ -188,7 +190,9 @@ class CorePool:
                 self.failovers += 1
             tried += 1
             try:
-                return await self._send_to(core, payload, request_id, stream, priority, tenant)
+                return await self._send_to(
+                    core, payload, request_id, stream, priority, tenant, path
+                )
             except CoreUnavailable as exc:
                 core.breaker.failure()
                 log.warning("core %s: %s", core.url, exc)
@@ -203,6 +207,7 @@ class CorePool:
         stream: bool,
         priority: str | None = None,
         tenant: str | None = None,
+        path: str = "/v1/chat/completions",
     ) -> Upstream:
         headers = {"x-request-id": request_id}
         if priority:
@@ -213,7 +218,7 @@ class CorePool:
             conn = core.connection()
             request = conn.client.build_request(
                 "POST",
-                "/v1/chat/completions",
+                path,
                 json=payload,
                 headers=headers,
                 timeout=httpx.USE_CLIENT_DEFAULT if stream else self._unary_timeout,
