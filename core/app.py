@@ -27,6 +27,7 @@ from core import admin
 from core.admission import Priority, Rejected
 from core.auth import CoreAuth
 from core.balancer import affinity_key
+from core.discovery import Discovery, template_from
 from core.metrics import CoreMetrics
 from core.policy import SESSION_HEADER, priority_of, queue_timeout
 from core.pool import Pool
@@ -79,7 +80,13 @@ def _rejected(exc: Rejected, settings: CoreSettings) -> ApiError:
 
 
 async def _open(
-    st: CoreState, body: bytes, rid: str, priority: Priority, key: str | None, timeout: float
+    st: CoreState,
+    body: bytes,
+    rid: str,
+    priority: Priority,
+    key: str | None,
+    timeout: float,
+    path: str = "/v1/chat/completions",
 ) -> tuple[Lease, httpx.Response]:
     """Admit, then send to the replica. A replica whose engine refuses the connection or
     drops it before answering (killed, restarting) is marked down and the request gets one
@@ -89,8 +96,7 @@ async def _open(
     for _ in range(2):
         lease = await st.pool.admit(priority, key, timeout, exclude)
         client = lease.replica.client
-        upstream = client.build_request("POST", "/v1/chat/completions", content=body,
-                                        headers=headers)  # fmt: skip
+        upstream = client.build_request("POST", path, content=body, headers=headers)
         try:
             return lease, await unless_evicted(lease, client.send(upstream, stream=True))
         except _ENGINE_GONE:
@@ -106,7 +112,9 @@ async def _open(
 
 
 async def chat_completions(request: Request) -> Response:
+    """POST /v1/chat/completions, and the other OpenAI POST endpoints (the path decides)."""
     st = _state(request)
+    path = request.url.path
     rid = request_id(request, "core-" + uuid.uuid4().hex[:16])
     status = "error"
     st.metrics.in_flight.inc()
@@ -123,7 +131,7 @@ async def chat_completions(request: Request) -> Response:
 
         try:
             lease, upstream = await cancel_on_disconnect(
-                request.receive, _open(st, body, rid, priority, key, timeout), abandon
+                request.receive, _open(st, body, rid, priority, key, timeout, path), abandon
             )
         except ClientDisconnected:
             st.metrics.disconnects.inc()
@@ -222,6 +230,8 @@ def _relay_stream(
 async def models(request: Request) -> Response:
     st = _state(request)
     ready = [r for r in st.pool.replicas if r.admitting] or st.pool.replicas
+    if not ready:  # engine discovery has found none yet
+        raise _unavailable()
     try:
         r = await ready[0].client.get("/v1/models", timeout=10.0)
     except httpx.HTTPError:
@@ -251,9 +261,17 @@ async def metrics(request: Request) -> Response:
     return Response(generate_latest(st.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
+RELAYED = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses")
+
+
 def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> ASGIApp:
     """The core app; raises PoolConfigError (naming the field) before anything starts."""
     replicas = load_pool(settings)
+    # Engines found by DNS (core/discovery.py): the pool starts empty and the configured
+    # replica is the template of every discovered one.
+    template = template_from(replicas) if settings.engine_discovery else None
+    if template is not None:
+        replicas = []
     if settings.auth_token is None:
         log.warning("EDGECORE_CORE_AUTH_TOKEN is not set: any caller may use this core (dev only)")
 
@@ -262,14 +280,23 @@ def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> A
         pool = Pool(settings, replicas, engine_log)
         app.state.core = CoreState(settings, pool, CoreMetrics.create())
         pool.start()
+        discovery = None
+        if template is not None and settings.engine_discovery:
+            discovery = Discovery(settings.engine_discovery, template, pool,
+                                  interval_s=settings.discovery_interval_s)  # fmt: skip
+            await discovery.refresh()
+            discovery.start()
         try:
             yield
         finally:
+            if discovery is not None:
+                await discovery.stop()
             await pool.stop()
 
     app = Starlette(
         routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            # Relayed to the engines as they are: vLLM serves each of these.
+            *(Route(p, chat_completions, methods=["POST"]) for p in RELAYED),
             Route("/v1/models", models, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),

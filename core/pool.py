@@ -176,5 +176,36 @@ class Pool:
         self._background(run(), f"restart-{name}")
         return r
 
+    # --- membership (core/discovery.py: engines run elsewhere, one replica per pod) -------
+
+    def add_replica(self, config: ReplicaConfig) -> Replica:
+        """A new replica; it takes traffic once its first load poll reaches the engine."""
+        if config.name in self.by_name:
+            raise ValueError(f"replica {config.name!r} exists")
+        r = Replica(config, self.settings.home, self.settings.request_timeout_s, None,
+                    self._changed)  # fmt: skip
+        self.replicas.append(r)
+        self.by_name[r.name] = r
+        self._background(self._first_poll(r), f"poll-{r.name}")
+        return r
+
+    async def _first_poll(self, r: Replica) -> None:
+        await r.poll_load()
+        self.admission.dispatch()
+
+    def remove_replica(self, name: str, deadline_s: float | None = None) -> None:
+        """Take ``name`` out now (nothing new is sent to it); its requests finish, up to
+        the drain deadline, in the background, then its client closes."""
+        r = self.replica(name)
+        self.replicas.remove(r)
+        del self.by_name[name]
+        r.admin = "draining"
+
+        async def run() -> None:
+            await self._drain(r, deadline_s or self.settings.drain_timeout_s, "idle")
+            await r.aclose()
+
+        self._background(run(), f"remove-{name}")
+
     def status(self) -> list[dict[str, Any]]:
         return [r.status() for r in self.replicas]

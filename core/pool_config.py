@@ -23,7 +23,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from core.profiles import load_profile, unknown_fields
 from core.settings import CoreSettings, EngineConfig
@@ -42,6 +42,7 @@ class ReplicaConfig(BaseModel):
     engine: EngineConfig
     manage: bool
     max_in_flight: int = Field(ge=1)
+    api_key: SecretStr | None = None  # the engine's --api-key (CoreSettings.engine_api_key)
 
 
 class _ReplicaEntry(BaseModel):
@@ -158,6 +159,7 @@ def load_pool(settings: CoreSettings) -> list[ReplicaConfig]:
                 engine=engine,
                 manage=settings.manage_engine if entry.manage is None else entry.manage,
                 max_in_flight=limit or engine.max_num_seqs or DEFAULT_MAX_IN_FLIGHT,
+                api_key=settings.engine_api_key,
             )
         )
     _check_unique(replicas, settings)

@@ -51,6 +51,11 @@ class Replica:
             base_url=config.engine.base_url,
             timeout=httpx.Timeout(request_timeout_s, connect=5.0),
             limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+            headers=(
+                {"authorization": f"Bearer {config.api_key.get_secret_value()}"}
+                if config.api_key
+                else None
+            ),
         )
         self.admin: AdminState = "active"
         self.in_flight = 0

@@ -201,6 +201,22 @@ class CoreSettings(BaseSettings):
         default=300.0, gt=0, description="Default drain deadline; then in-flight requests end."
     )
 
+    # --- engines run elsewhere, one replica per engine pod (core/discovery.py) ---
+    engine_discovery: str | None = Field(
+        default=None,
+        description="DNS name whose A/AAAA records are the engines (a Kubernetes headless "
+        "Service): each address becomes a replica at ENGINE__PORT, re-resolved every "
+        "DISCOVERY_INTERVAL_S. Replaces ENGINE__HOST, REPLICAS and the pool file's list.",
+    )
+    discovery_interval_s: float = Field(
+        default=5.0, gt=0, description="How often ENGINE_DISCOVERY is resolved again."
+    )
+    engine_api_key: SecretStr | None = Field(
+        default=None,
+        description="Bearer key the engines require (vLLM's --api-key / VLLM_API_KEY); sent "
+        "on every engine request.",
+    )
+
     # --- who may call ---
     auth_token: SecretStr | None = Field(
         default=None, description="Bearer token every edge must send (/v1/*)."
