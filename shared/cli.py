@@ -170,7 +170,22 @@ def cmd_up(args: argparse.Namespace) -> int:
     ports = StackPorts(
         edge=args.edge_port, core=args.core_port, engine=args.engine_port, redis=args.redis_port
     )
-    return asyncio.run(up(args.home, ports))
+    return asyncio.run(up(args.home, ports, status_file=args.status_file, redis_dir=args.redis_dir))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import json
+
+    from shared.stack import STATUS_FILE, format_status
+
+    path = args.file or args.home / STATUS_FILE
+    try:
+        status = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"no status from `edgecore up` at {path}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(status, indent=2) if args.json else format_status(status))
+    return 0 if status.get("state") == "running" else 3
 
 
 def parser() -> argparse.ArgumentParser:
@@ -256,12 +271,26 @@ def parser() -> argparse.ArgumentParser:
     edge_serve.add_argument("--keyfile", type=Path)
     edge_serve.set_defaults(func=cmd_edge_serve)
 
-    up = sub.add_parser("up", help="run Redis, core and edge on this machine")
+    up = sub.add_parser(
+        "up", help="run Redis, core and edge on this machine, restarting any that dies"
+    )
     up.add_argument("--edge-port", type=int, default=8080)
     up.add_argument("--core-port", type=int, default=8090)
     up.add_argument("--engine-port", type=int, default=8091)
     up.add_argument("--redis-port", type=int, default=6390)
+    up.add_argument("--status-file", type=Path, default=None, help="default: <home>/up-status.json")
+    up.add_argument(
+        "--redis-dir",
+        type=Path,
+        default=None,
+        help="Redis data (append-only file); default: <home>/redis/data",
+    )
     up.set_defaults(func=cmd_up)
+
+    status = sub.add_parser("status", help="what `edgecore up` runs: pids, restarts, last exits")
+    status.add_argument("--file", type=Path, default=None, help="default: <home>/up-status.json")
+    status.add_argument("--json", action="store_true", help="print the status file as it is")
+    status.set_defaults(func=cmd_status)
     return p
 
 

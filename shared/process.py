@@ -9,6 +9,8 @@ import os
 import signal
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 import httpx
@@ -71,6 +73,7 @@ class ChildProcess:
         pgid = self.proc.pid
         if self.proc.returncode is None:
             _signal_group(pgid, signal.SIGTERM)
+            _signal_group(pgid, signal.SIGCONT)  # a frozen (SIGSTOPped) child must see the TERM
             try:
                 await asyncio.wait_for(self.proc.wait(), timeout)
             except TimeoutError:
@@ -105,3 +108,66 @@ async def wait_http_ok(
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{url} not ready after {timeout:.0f}s")
             await asyncio.sleep(interval)
+
+
+# --- descendants (Linux /proc): what a dead child leaves behind ------------------------------
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """One process as /proc shows it; ``start`` (clock ticks after boot) tells a reused pid."""
+
+    pid: int
+    ppid: int
+    session: int
+    start: int
+    cmdline: str
+
+
+def proc_info(pid: int) -> ProcInfo | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces and ")"
+    if fields[0] == "Z":
+        return None  # a zombie: already dead, only waiting for its parent to reap it
+    cmdline = raw.replace(b"\0", b" ").decode(errors="replace").strip()
+    return ProcInfo(pid, int(fields[1]), int(fields[3]), int(fields[19]), cmdline)
+
+
+def descendants(pid: int) -> list[ProcInfo]:
+    """Every live process below ``pid`` (children, their children, ...); [] without /proc."""
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+    by_parent: dict[int, list[ProcInfo]] = {}
+    for p in pids:
+        info = proc_info(p)
+        if info is not None:
+            by_parent.setdefault(info.ppid, []).append(info)
+    found: list[ProcInfo] = []
+    todo = [pid]
+    while todo:
+        for info in by_parent.get(todo.pop(), []):
+            found.append(info)
+            todo.append(info.pid)
+    return found
+
+
+def kill_leftovers(procs: Sequence[ProcInfo]) -> list[ProcInfo]:
+    """SIGKILL those of ``procs`` that still run (same pid and start time) and their groups
+    where they lead one; returns the ones it killed."""
+    killed = []
+    for p in procs:
+        now = proc_info(p.pid)
+        if now is None or now.start != p.start:
+            continue  # gone, or the pid now belongs to someone else
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(p.pid) == p.pid:
+                os.killpg(p.pid, signal.SIGKILL)
+            os.kill(p.pid, signal.SIGKILL)
+            killed.append(p)
+    return killed

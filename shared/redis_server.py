@@ -104,8 +104,17 @@ def ensure_libssl(home: Path) -> Path | None:
 
 
 def redis_command(
-    *, port: int, data_dir: Path, bind: str = "127.0.0.1", password: str | None = None
+    *,
+    port: int,
+    data_dir: Path,
+    bind: str = "127.0.0.1",
+    password: str | None = None,
+    persist: bool = False,
 ) -> list[str]:
+    """The Redis Stack server's argv. ``persist``: an append-only file in ``data_dir``
+    (fsync once a second), so a restarted server (``edgecore up`` restarts one that died)
+    comes back with the cache and its index; at most the last second of writes is lost.
+    Without it (tests, benchmarks) the cache is a cache and nothing is written."""
     root = stack_root()
     argv = [
         str(root / "bin" / "redis-server"),
@@ -113,9 +122,9 @@ def redis_command(
         "--port", str(port),
         "--protected-mode", "yes",
         "--dir", str(data_dir),
-        # Dev/test server: the cache is a cache; persistence is production's business.
-        "--save", "",
-        "--appendonly", "no",
+        "--save", "",  # no RDB snapshots: with ``persist`` the append-only file is enough
+        "--appendonly", "yes" if persist else "no",
+        "--appendfsync", "everysec",
         "--loadmodule", str(root / "lib" / "redisearch.so"),
     ]  # fmt: skip
     if password:
