@@ -7,7 +7,13 @@ import json
 import re
 from typing import Any
 
+from shared.parameters import non_text_part
 from shared.schemas import ChatCompletionRequest, Message
+
+
+def extra_body(req: ChatCompletionRequest) -> dict[str, Any]:
+    """The messages as sent (content parts and all), for the pure parameter checks."""
+    return {"messages": [m.model_dump(exclude_none=True) for m in req.messages]}
 
 # Request fields that change the answer; each one is part of the partition.
 _ANSWER_PARAMS = (
@@ -90,6 +96,10 @@ def partition_key(req: ChatCompletionRequest, *, tenant: str, embedder_id: str) 
 
 def is_cacheable(req: ChatCompletionRequest, *, only_deterministic: bool) -> bool:
     if req.tools or req.tool_choice:
+        return False
+    extra = req.model_extra or {}
+    # A stored answer has no log probabilities to give, and the key holds no image bytes.
+    if extra.get("logprobs") or extra.get("top_logprobs") or non_text_part(extra_body(req)):
         return False
     if only_deterministic and (req.temperature is None or req.temperature > 0):
         return False

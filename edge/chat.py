@@ -26,9 +26,11 @@ from edge.tier_core import from_core
 from edge.tier_edge import from_edge
 from shared.errors import ApiError, from_validation_error
 from shared.http import json_object, read_body, request_id
+from shared.parameters import refusals
 from shared.redact import redact
 from shared.schemas import ChatCompletionRequest
 from shared.streaming import Releasing
+from shared.tracing import traced_sync
 
 log = logging.getLogger("edgecore.edge.requests")
 
@@ -41,6 +43,7 @@ async def chat_completions(request: Request) -> Response:
     try:
         # Who is asking comes first: a bad key costs no body read, no model time.
         tenant = svc.keys.resolve(request.headers.get("authorization"))
+        meta.tenant = tenant.name  # hashed in the access log
         data, req = await _parse(request, svc)
         if tenant.models is not None and req.model not in tenant.models:
             raise ApiError(
@@ -109,9 +112,15 @@ async def _handle(
     req: ChatCompletionRequest,
 ) -> Response:
     s = svc.settings
+    meta.request_model = req.model
     _check_limits(req, svc)
     policy = tenant.route_policy
-    ruled = rule(req, svc.router.rules, policy)  # unknown models fail here, before any work
+    refused = refusals(data, core_multimodal=s.core_multimodal)
+    if "core" in refused:  # no tier could honour it: say which parameter, do no work
+        no = refused["core"]
+        raise ApiError(400, no.message(), code="unsupported_parameter", param=no.param)
+    # Unknown models fail here, before any work; so does a parameter the pinned tier lacks.
+    ruled = rule(req, svc.router.rules, policy, refused.get("edge"))
 
     directive = (
         cache_directive(
@@ -163,6 +172,7 @@ async def _handle(
     return await from_edge(request, svc, req, meta, probe)
 
 
+@traced_sync("edge.route")
 def _route(
     svc: EdgeServices, req: ChatCompletionRequest, vector: np.ndarray | None, policy: str
 ) -> Decision:

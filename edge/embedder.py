@@ -22,6 +22,8 @@ from tokenizers import Encoding, Tokenizer
 
 MODEL_FILE = "model_int8.onnx"
 
+_Counted = tuple[np.ndarray, int]  # a vector and the tokens it took
+
 
 def cpu_session(path: Path, threads: int) -> ort.InferenceSession:
     """An ONNX Runtime CPU session on ``threads`` intra-op threads (the edge's models)."""
@@ -43,6 +45,7 @@ class Embedder:
         self.session = cpu_session(model_dir / MODEL_FILE, threads)
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.max_length = max_length
         self.tokenizer.enable_truncation(max_length=max_length)
         self.tokenizer.no_padding()  # tokenizer.json pads to 128; one text per run needs none
 
@@ -52,8 +55,25 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._embed_one(e) for e in self.tokenizer.encode_batch(texts)])
 
+    @property
+    def vocab_size(self) -> int:
+        return int(self.tokenizer.get_vocab_size())
+
+    def embed_counted(self, items: list[str | list[int]]) -> tuple[np.ndarray, list[int]]:
+        """Unit vectors and the tokens each used (``/v1/embeddings``): a text is tokenized,
+        a token array (the model's own word-piece ids) is used as it is; both truncated."""
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        texts = [i for i in items if isinstance(i, str)]
+        encoded = iter(self.tokenizer.encode_batch(texts) if texts else [])
+        ids = [next(encoded).ids if isinstance(i, str) else i[: self.max_length] for i in items]
+        return np.stack([self._embed_ids(x) for x in ids]), [len(x) for x in ids]
+
     def _embed_one(self, encoding: Encoding) -> np.ndarray:
-        ids = np.array([encoding.ids], dtype=np.int64)
+        return self._embed_ids(encoding.ids)
+
+    def _embed_ids(self, token_ids: list[int]) -> np.ndarray:
+        ids = np.array([token_ids], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
         if "token_type_ids" in self.input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -70,7 +90,9 @@ class BatchingEmbedder:
         self.embedder = embedder
         self.max_batch = max_batch
         self.window_s = window_ms / 1000.0
-        self._queue: asyncio.Queue[tuple[str, asyncio.Future[np.ndarray]]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[str | list[int], asyncio.Future[_Counted]]] = (
+            asyncio.Queue()
+        )
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._task: asyncio.Task[None] | None = None
 
@@ -92,9 +114,18 @@ class BatchingEmbedder:
                 await self._task
         self._executor.shutdown(wait=False, cancel_futures=True)
 
+    @property
+    def vocab_size(self) -> int:
+        return self.embedder.vocab_size
+
     async def embed(self, text: str) -> np.ndarray:
-        fut: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
-        await self._queue.put((text, fut))
+        vector, _ = await self.embed_counted(text)
+        return vector
+
+    async def embed_counted(self, item: str | list[int]) -> _Counted:
+        """One input's vector and token count, batched with whatever else is queued."""
+        fut: asyncio.Future[_Counted] = asyncio.get_running_loop().create_future()
+        await self._queue.put((item, fut))
         return await fut
 
     async def _run(self) -> None:
@@ -119,14 +150,14 @@ class BatchingEmbedder:
             if not live:
                 continue
             try:
-                vectors = await loop.run_in_executor(
-                    self._executor, self.embedder.embed, [t for t, _ in live]
+                vectors, counts = await loop.run_in_executor(
+                    self._executor, self.embedder.embed_counted, [t for t, _ in live]
                 )
             except Exception as exc:  # surfaced to each caller, who bypasses the cache
                 for _, f in live:
                     if not f.done():
                         f.set_exception(exc)
                 continue
-            for (_, f), v in zip(live, vectors, strict=True):
+            for (_, f), v, n in zip(live, vectors, counts, strict=True):
                 if not f.done():
-                    f.set_result(v)
+                    f.set_result((v, n))

@@ -85,7 +85,9 @@ class LocalModel:
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
-    def _prompt_tokens(self, req: ChatCompletionRequest) -> Any:
+    def _prompt_tokens(self, req: ChatCompletionRequest, raw: str | None = None) -> Any:
+        if raw is not None:  # /v1/completions: the text as it is, no chat template
+            return self.tokenizer.encode(raw)
         messages = [{"role": m.role, "content": m.text()} for m in req.messages]
         prompt = self.tokenizer.apply_chat_template(
             json.dumps(messages), add_generation_prompt=True
@@ -93,9 +95,11 @@ class LocalModel:
         return self.tokenizer.encode(prompt)
 
     async def stream(
-        self, req: ChatCompletionRequest, gen: Generation
+        self, req: ChatCompletionRequest, gen: Generation, raw_prompt: str | None = None
     ) -> AsyncGenerator[str, None]:
-        """Yield text deltas; ``gen`` holds token counts and finish reason at the end."""
+        """Yield text deltas; ``gen`` holds token counts and finish reason at the end.
+
+        ``raw_prompt``: continue this text (``/v1/completions``) instead of the chat."""
         self.waiting += 1
         try:
             await asyncio.wait_for(self._slots.acquire(), self.queue_timeout_s)
@@ -112,7 +116,9 @@ class LocalModel:
 
         self.running += 1
         try:
-            tokens = await loop.run_in_executor(self._executor, self._prompt_tokens, req)
+            tokens = await loop.run_in_executor(
+                self._executor, self._prompt_tokens, req, raw_prompt
+            )
             gen.prompt_tokens = len(tokens)
             if gen.prompt_tokens >= self.context_tokens:
                 raise PromptTooLong(gen.prompt_tokens, self.context_tokens)

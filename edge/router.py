@@ -1,8 +1,8 @@
 """Pick the tier for a cache miss: the edge's small model or the core.
 
-1. Rules override everything: an explicit model name; tools or JSON mode (the edge model
-   can't); a context or ``max_tokens`` beyond the edge model's limits; a policy that pins
-   a tier.
+1. Rules override everything: an explicit model name; a parameter the edge model cannot
+   honour (tools, JSON mode, logprobs, ...: shared.parameters); a context or
+   ``max_tokens`` beyond the edge model's limits; a policy that pins a tier.
 2. Otherwise the learned score (``edge.router_model``) is compared with a threshold that
    is either fixed or kept at a quantile of recent scores, so that a target share of
    traffic goes to the core (RouteRLM-style calibration).
@@ -26,6 +26,7 @@ import numpy as np
 
 from edge.router_model import RouterModel
 from shared.errors import ApiError
+from shared.parameters import Refusal, refusals
 from shared.schemas import ChatCompletionRequest
 
 Tier = Literal["edge", "core"]
@@ -61,12 +62,23 @@ class Calibration:
     sticky_margin: float = 0.03  # a conversation changes tier only past this distance
 
 
-def rule(req: ChatCompletionRequest, rules: RouteRules, policy: str = "auto") -> Decision | None:
+def rule(
+    req: ChatCompletionRequest,
+    rules: RouteRules,
+    policy: str = "auto",
+    edge_refusal: Refusal | None = None,
+) -> Decision | None:
     """The decision rules impose, or None when the score should decide. 404 for unknown models.
 
     ``policy`` is the tenant's (auto/edge/core); the edge-wide one applies when it is auto.
+    ``edge_refusal``: a parameter the edge model cannot honour (shared.parameters). "auto"
+    then goes to the core; a request pinned to the edge gets a 400 that names it. Read from
+    the request itself when not given.
     """
+    if edge_refusal is None:
+        edge_refusal = refusals(req.model_dump(exclude_none=True)).get("edge")
     if req.model == rules.edge_model:
+        _refuse_on_edge(edge_refusal, rules)
         return Decision("edge", "model")
     if req.model == rules.core_model:
         return Decision("core", "model")
@@ -80,10 +92,11 @@ def rule(req: ChatCompletionRequest, rules: RouteRules, policy: str = "auto") ->
         )
     pinned = policy if policy in ("edge", "core") else rules.policy
     if pinned == "edge":
+        _refuse_on_edge(edge_refusal, rules)
         return Decision("edge", "policy")
     if pinned == "core":
         return Decision("core", "policy")
-    if req.tools or req.response_format:
+    if edge_refusal is not None:
         return Decision("core", "features")
     limit = req.output_limit
     if limit is not None and limit > rules.max_tokens:
@@ -92,6 +105,16 @@ def rule(req: ChatCompletionRequest, rules: RouteRules, policy: str = "auto") ->
     if len(req.prompt_text()) / 4 + (limit or 0) > rules.edge_context_tokens:
         return Decision("core", "context")
     return None
+
+
+def _refuse_on_edge(refusal: Refusal | None, rules: RouteRules) -> None:
+    if refusal is not None:
+        raise ApiError(
+            400,
+            refusal.message(rules.core_model),
+            code="unsupported_parameter",
+            param=refusal.param,
+        )
 
 
 def decide(req: ChatCompletionRequest, rules: RouteRules) -> Decision:

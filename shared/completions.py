@@ -141,3 +141,31 @@ class StreamAccumulator:
     def complete(self) -> bool:
         """A whole, clean answer: the only kind worth caching."""
         return self.finish_reason == "stop" and not self.error and not self.tool_calls
+
+
+def new_text_id() -> str:
+    return "cmpl-" + uuid.uuid4().hex
+
+
+def text_completion(
+    *,
+    id: str,
+    model: str,
+    text: str | None,
+    finish_reason: str | None,
+    usage: dict[str, Any] | None = None,
+    created: int | None = None,
+) -> dict[str, Any]:
+    """A ``/v1/completions`` body, or (``text`` None or a delta) one of its stream chunks."""
+    body: dict[str, Any] = {
+        "id": id,
+        "object": "text_completion",
+        "created": created or int(time.time()),
+        "model": model,
+        "choices": []
+        if text is None
+        else [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return body

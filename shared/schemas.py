@@ -79,3 +79,62 @@ class ChatCompletionRequest(BaseModel):
 
     def prompt_text(self) -> str:
         return "\n".join(m.text() for m in self.messages)
+
+
+class EmbeddingRequest(BaseModel):
+    """``POST /v1/embeddings``: a string, a list of strings, or token arrays."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1, max_length=256)
+    input: str | list[str] | list[int] | list[list[int]]
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(default=None, ge=1)
+    user: str | None = None
+
+    def inputs(self) -> list[str | list[int]]:
+        """The inputs as a list: one token array is one input, as in OpenAI's API."""
+        if isinstance(self.input, str):
+            return [self.input]
+        if self.input and all(isinstance(x, int) for x in self.input):
+            return [[int(x) for x in self.input if isinstance(x, int)]]
+        return [x for x in self.input if not isinstance(x, int)]
+
+
+class CompletionRequest(BaseModel):
+    """``POST /v1/completions`` (legacy text completions), as far as edgecore reads it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1, max_length=256)
+    prompt: str | list[str] | list[int] | list[list[int]]
+    stream: StrictBool = False
+    stream_options: StreamOptions | None = None
+    max_tokens: int | None = Field(default=16, ge=1)  # OpenAI's default for this endpoint
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    n: int = Field(default=1, ge=1, le=1)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    user: str | None = None
+
+    def text(self) -> str | None:
+        """The prompt when it is one string (all the edge model takes), else None."""
+        if isinstance(self.prompt, str):
+            return self.prompt
+        if len(self.prompt) == 1 and isinstance(self.prompt[0], str):
+            return self.prompt[0]
+        return None
+
+    def as_chat(self) -> ChatCompletionRequest:
+        """The same ask as a one-message chat request: what the router and limits read."""
+        prompt = self.text()
+        return ChatCompletionRequest(
+            model=self.model,
+            messages=[Message(role="user", content=prompt if prompt is not None else "")],
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            stop=self.stop,
+            seed=self.seed,
+        )
