@@ -85,6 +85,16 @@ class EngineConfig(BaseModel):
         description="CUDA_VISIBLE_DEVICES for this engine (e.g. '0,1,2,3'); 'split' gives "
         "replica i of a pool the GPUs i*TP*PP .. (i+1)*TP*PP-1.",
     )
+    otlp_traces_endpoint: str | None = Field(
+        default=None,
+        description="vLLM's --otlp-traces-endpoint (e.g. 'grpc://otel-collector:4317'): its "
+        "request spans join the trace the core forwards in traceparent. None: no engine traces.",
+    )
+    tool_call_parser: str | None = Field(
+        default=None,
+        description="vLLM's --tool-call-parser for the model (llama3_json for Llama 3.x, "
+        "hermes, mistral, ...); set: tool calling on (--enable-auto-tool-choice).",
+    )
     extra_args: list[str] = Field(default_factory=list)
     startup_timeout_s: float = Field(default=600.0, gt=0)
 
@@ -114,6 +124,8 @@ class EngineConfig(BaseModel):
             argv += ["--max-model-len", str(self.max_model_len)]
         if self.max_num_seqs:
             argv += ["--max-num-seqs", str(self.max_num_seqs)]
+        if self.tool_call_parser:
+            argv += ["--enable-auto-tool-choice", "--tool-call-parser", self.tool_call_parser]
         if self.gpu_memory_utilization:
             argv += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
         if self.enable_prefix_caching is not None:
@@ -127,6 +139,8 @@ class EngineConfig(BaseModel):
         if self.speculative:
             spec = self.speculative.vllm_json()
             argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+        if self.otlp_traces_endpoint:
+            argv += ["--otlp-traces-endpoint", self.otlp_traces_endpoint]
         return argv + list(self.extra_args)
 
 
@@ -199,6 +213,24 @@ class CoreSettings(BaseSettings):
     )
     drain_timeout_s: float = Field(
         default=300.0, gt=0, description="Default drain deadline; then in-flight requests end."
+    )
+
+    # --- engine health (a frozen engine accepts connections and answers nothing) ---
+    engine_health_interval_s: float = Field(
+        default=1.0, gt=0, description="How often a supervised engine's /health is asked."
+    )
+    engine_health_timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="An engine that does not answer /health (engines run elsewhere: /metrics) "
+        "by then is unhealthy: it gets nothing new, its requests without a first byte move to "
+        "another replica (or get 503), its streams end with an error event.",
+    )
+    engine_wedged_restart_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="A supervised engine unhealthy this long (after it was ready) is killed "
+        "and restarted like one that exited; 0: never.",
     )
 
     # --- engines run elsewhere, one replica per engine pod (core/discovery.py) ---

@@ -3,6 +3,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from core.profiles import load_profile
 from core.settings import CoreSettings, EngineConfig, SpeculativeConfig
 
 
@@ -51,3 +52,11 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     s = CoreSettings()
     assert s.port == 9100 and s.engine.tensor_parallel_size == 8
     assert s.engine.speculative is not None and s.engine.speculative.method == "ngram"
+
+
+@pytest.mark.parametrize("name", ["llama-3.3-70b-tp4-eagle3", "llama-3.1-70b-tp8-pp2-ray"])
+def test_gpu_profiles_enable_tool_calling_with_the_models_parser(name: str) -> None:
+    argv = load_profile(name).command(python="py")
+    assert "--enable-auto-tool-choice" in argv
+    assert argv[argv.index("--tool-call-parser") + 1] == "llama3_json"
+    assert "--tool-call-parser" not in EngineConfig().command(python="py")
