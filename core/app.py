@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,10 +33,10 @@ from core.metrics import CoreMetrics
 from core.policy import SESSION_HEADER, priority_of, queue_timeout
 from core.pool import Pool
 from core.pool_config import load_pool
-from core.relay import Evicted, chunks, unless_evicted
+from core.relay import Evicted, admit, chunks, send, unless_evicted
 from core.replica import Lease
 from core.settings import CoreSettings
-from shared import completions, sse
+from shared import accesslog, completions, sse, tracing
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import EXCEPTION_HANDLERS, ApiError
 from shared.http import json_object, read_body, request_id
@@ -94,11 +95,9 @@ async def _open(
     exclude: frozenset[str] = frozenset()
     headers = {"content-type": "application/json", "x-request-id": rid}
     for _ in range(2):
-        lease = await st.pool.admit(priority, key, timeout, exclude)
-        client = lease.replica.client
-        upstream = client.build_request("POST", path, content=body, headers=headers)
+        lease = await admit(st.pool, priority, key, timeout, exclude)
         try:
-            return lease, await unless_evicted(lease, client.send(upstream, stream=True))
+            return lease, await send(lease, body, headers, path)
         except _ENGINE_GONE:
             st.pool.release(lease, failed=True)
             exclude |= {lease.replica.name}
@@ -116,12 +115,19 @@ async def chat_completions(request: Request) -> Response:
     st = _state(request)
     path = request.url.path
     rid = request_id(request, "core-" + uuid.uuid4().hex[:16])
+    arrived = time.perf_counter()
     status = "error"
     st.metrics.in_flight.inc()
     try:
         body = await read_body(request, st.settings.max_body_bytes)
         payload = json_object(body)
         priority = priority_of(request.headers, payload, st.settings)
+        accesslog.note(
+            request_id=rid,
+            tenant=request.headers.get("x-edgecore-tenant"),
+            tier="core",
+            priority=priority,
+        )
         key = affinity_key(payload, request.headers.get(SESSION_HEADER))
         timeout = queue_timeout(request.headers, st.settings)
 
@@ -140,9 +146,10 @@ async def chat_completions(request: Request) -> Response:
             raise _rejected(exc, st.settings) from None
         headers = {"x-request-id": rid, "x-edgecore-replica": lease.replica.name}
         if payload.get("stream") and upstream.status_code == 200:
-            response = _relay_stream(st, lease, upstream, headers)
+            response = _relay_stream(st, lease, upstream, headers, arrived)
         else:
             response = await _relay_once(request, st, lease, upstream, headers)
+            st.metrics.duration.observe(time.perf_counter() - arrived)
         status = str(response.status_code)
         return response
     except ApiError as exc:
@@ -184,19 +191,30 @@ async def _relay_once(
 
 
 def _relay_stream(
-    st: CoreState, lease: Lease, upstream: httpx.Response, headers: dict[str, str]
+    st: CoreState,
+    lease: Lease,
+    upstream: httpx.Response,
+    headers: dict[str, str],
+    arrived: float | None = None,
 ) -> Response:
     started = False
+    t0 = time.perf_counter() if arrived is None else arrived
 
     async def relay() -> AsyncIterator[bytes]:
         nonlocal started
         started = True
         finished = False
+        first = True
         try:
             async with contextlib.aclosing(
                 chunks(upstream, lease, st.settings.sse_keepalive_s)
             ) as body:
                 async for chunk in body:
+                    if chunk is not None and first:  # vLLM's first event follows prefill
+                        first = False
+                        ttft = time.perf_counter() - t0
+                        st.metrics.ttft.observe(ttft)
+                        accesslog.note(ttft_s=ttft)
                     # Comments while the engine is silent (queued, long prefill): the edge's
                     # idle timeout must not cut a stream that is only slow to start.
                     yield sse.KEEPALIVE if chunk is None else chunk
@@ -213,6 +231,7 @@ def _relay_stream(
         finally:
             if not finished:
                 st.metrics.disconnects.inc()
+            st.metrics.duration.observe(time.perf_counter() - t0)
             await upstream.aclose()
             st.pool.release(lease)
 
@@ -279,6 +298,7 @@ def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> A
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         pool = Pool(settings, replicas, engine_log)
         app.state.core = CoreState(settings, pool, CoreMetrics.create())
+        tracing.setup("edgecore-core")  # exports only with an OTLP endpoint configured
         pool.start()
         discovery = None
         if template is not None and settings.engine_discovery:
@@ -292,6 +312,7 @@ def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> A
             if discovery is not None:
                 await discovery.stop()
             await pool.stop()
+            tracing.flush()
 
     app = Starlette(
         routes=[
@@ -308,4 +329,7 @@ def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> A
     )
     token = settings.auth_token.get_secret_value() if settings.auth_token else None
     key = settings.admin_key.get_secret_value() if settings.admin_key else None
-    return CoreAuth(app, token, key)
+    # Outside the auth check, so refused callers get a span and a log line too.
+    return tracing.TraceMiddleware(
+        accesslog.AccessLog(CoreAuth(app, token, key), service="core"), service="core"
+    )

@@ -1,13 +1,22 @@
-"""The core's Prometheus metrics: requests, disconnects, and the pool (replicas, queues)."""
+"""The core's Prometheus metrics: requests, disconnects, and the pool (replicas, queues).
+
+The pool's tallies since start (admitted, rejected, affinity, evictions, restarts) only grow:
+they are counters (``NAME_total``), copied from the pool at scrape time like the gauges.
+Time to first token at the core is taken at the engine's first body bytes (vLLM sends its
+first event once prefill is done), not at its response headers, and only for streams.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from core.admission import PRIORITIES
 from core.pool import Pool
+from shared.prom import ScrapedCounter
+
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 STATES = ("ready", "starting", "restarting", "down", "draining", "drained", "stopped")
 
@@ -18,18 +27,20 @@ class CoreMetrics:
     requests: Counter
     in_flight: Gauge
     disconnects: Counter
+    ttft: Histogram
+    duration: Histogram
     engine_ready: Gauge
     replica_state: Gauge
     replica_in_flight: Gauge
     replica_engine_requests: Gauge
     replica_kv_usage: Gauge
-    replica_restarts: Gauge
+    replica_restarts: ScrapedCounter
     queue_depth: Gauge
     queue_limit: Gauge
-    admitted: Gauge
-    rejected: Gauge
-    affinity: Gauge
-    evicted: Gauge
+    admitted: ScrapedCounter
+    rejected: ScrapedCounter
+    affinity: ScrapedCounter
+    evicted: ScrapedCounter
 
     @classmethod
     def create(cls) -> CoreMetrics:
@@ -37,6 +48,9 @@ class CoreMetrics:
 
         def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
             return Gauge(name, doc, list(labels), registry=r)
+
+        def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> ScrapedCounter:
+            return ScrapedCounter(name, doc, labels, registry=r)
 
         return cls(
             registry=r,
@@ -50,6 +64,18 @@ class CoreMetrics:
             disconnects=Counter(
                 "edgecore_core_client_disconnects",
                 "Requests whose caller left before the end; engine work was aborted.",
+                registry=r,
+            ),
+            ttft=Histogram(
+                "gen_ai_server_time_to_first_token_seconds",
+                "Time from request arrival to the engine's first body bytes, for streams.",
+                buckets=_LATENCY,
+                registry=r,
+            ),
+            duration=Histogram(
+                "gen_ai_server_request_duration_seconds",
+                "Time from request arrival to the end of the answer.",
+                buckets=_LATENCY,
                 registry=r,
             ),
             engine_ready=gauge(
@@ -75,7 +101,7 @@ class CoreMetrics:
                 "The engine's KV cache usage (0-1).",
                 ("replica",),
             ),
-            replica_restarts=gauge(
+            replica_restarts=counter(
                 "edgecore_core_replica_restarts", "Engine restarts after a crash.", ("replica",)
             ),
             queue_depth=gauge(
@@ -84,23 +110,20 @@ class CoreMetrics:
             queue_limit=gauge(
                 "edgecore_core_queue_limit", "Queue bound per priority class.", ("priority",)
             ),
-            admitted=gauge(
-                "edgecore_core_admitted", "Requests given a replica, since start.", ("priority",)
-            ),
-            rejected=gauge(
+            admitted=counter("edgecore_core_admitted", "Requests given a replica.", ("priority",)),
+            rejected=counter(
                 "edgecore_core_rejected",
-                "Requests refused since start (queue_full, queue_timeout: 429; no_replica: 503).",
+                "Requests refused (queue_full, queue_timeout: 429; no_replica: 503).",
                 ("priority", "reason"),
             ),
-            affinity=gauge(
+            affinity=counter(
                 "edgecore_core_affinity",
-                "Replica choices since start: hit (the conversation's replica), fallback "
+                "Replica choices: hit (the conversation's replica), fallback "
                 "(it was too busy), none (no shared prefix).",
                 ("outcome",),
             ),
-            evicted=gauge(
-                "edgecore_core_drain_evicted",
-                "Requests ended because a drain deadline passed, since start.",
+            evicted=counter(
+                "edgecore_core_drain_evicted", "Requests ended because a drain deadline passed."
             ),
         )
 
@@ -115,14 +138,14 @@ class CoreMetrics:
             self.replica_engine_requests.labels(rep.name, "running").set(rep.load.running)
             self.replica_engine_requests.labels(rep.name, "waiting").set(rep.load.waiting)
             self.replica_kv_usage.labels(rep.name).set(rep.load.kv_usage)
-            self.replica_restarts.labels(rep.name).set(rep.engine.restarts if rep.engine else 0)
+            self.replica_restarts.set(rep.engine.restarts if rep.engine else 0, rep.name)
         adm = pool.admission
         for p in PRIORITIES:
             self.queue_depth.labels(p).set(adm.depth(p))
             self.queue_limit.labels(p).set(adm.limits[p])
-            self.admitted.labels(p).set(adm.admitted[p])
+            self.admitted.set(adm.admitted[p], p)
             for reason in ("queue_full", "queue_timeout", "no_replica"):
-                self.rejected.labels(p, reason).set(adm.rejected[(p, reason)])
+                self.rejected.set(adm.rejected[(p, reason)], p, reason)
         for outcome in ("hit", "fallback", "none"):
-            self.affinity.labels(outcome).set(pool.affinity[outcome])
+            self.affinity.set(pool.affinity[outcome], outcome)
         self.evicted.set(pool.evicted)

@@ -4,6 +4,9 @@ The engine request is an httpx stream in both modes: closing it before the end c
 connection, and vLLM aborts the request (frees its KV blocks and batch slot). That happens
 when the caller leaves (before or after the first token) and when a drain deadline evicts
 the lease.
+
+Both steps are spans of the request's trace (``core.admit``, ``core.engine``); the engine
+request carries ``traceparent``, so vLLM's own spans (``--otlp-traces-endpoint``) join it.
 """
 
 from __future__ import annotations
@@ -11,11 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from core.replica import Lease
+from shared import tracing
+
+if TYPE_CHECKING:
+    from core.admission import Priority
+    from core.pool import Pool
 
 T = TypeVar("T")
 
@@ -45,6 +53,32 @@ async def unless_evicted(lease: Lease, work: Awaitable[T]) -> T:
         if isinstance(late, httpx.Response):
             await late.aclose()
     raise Evicted()
+
+
+@tracing.traced("core.admit")
+async def admit(
+    pool: Pool, priority: Priority, key: str | None, timeout: float, exclude: frozenset[str]
+) -> Lease:
+    """Wait in the admission queue for a replica (a span: queueing shows in the trace)."""
+    lease = await pool.admit(priority, key, timeout, exclude)
+    tracing.set_attributes(edgecore__replica=lease.replica.name, edgecore__priority=priority)
+    return lease
+
+
+@tracing.traced("core.engine")
+async def send(
+    lease: Lease, body: bytes, headers: dict[str, str], path: str = "/v1/chat/completions"
+) -> httpx.Response:
+    """Send the request to the lease's engine (streamed), with this trace's traceparent;
+    the span ends when the engine's response headers arrive."""
+    client = lease.replica.client
+    request = client.build_request(
+        "POST", path, content=body, headers=tracing.inject(dict(headers))
+    )
+    tracing.set_attributes(edgecore__replica=lease.replica.name)
+    response = await unless_evicted(lease, client.send(request, stream=True))
+    tracing.set_attributes(http__response__status_code=response.status_code)
+    return response
 
 
 async def chunks(

@@ -16,13 +16,13 @@ from typing import Any
 from starlette.responses import JSONResponse, StreamingResponse
 
 from edge.metrics import EdgeMetrics
-from shared import completions, sse
+from shared import accesslog, completions, sse
 from shared.streaming import EventStreamResponse
 
 
 @dataclass
 class Meta:
-    """Per-request facts that end up in headers and metrics."""
+    """Per-request facts that end up in headers, metrics and the access log."""
 
     request_id: str
     started: float  # perf_counter at arrival
@@ -30,8 +30,17 @@ class Meta:
     cache: str = "off"
     degraded: str | None = None
     tier_wait_s: float = 0.0  # time spent waiting on the tier before its first byte
-    first_byte_s: float | None = None  # seconds from arrival to the first answer byte
+    first_token_s: float | None = None  # seconds from arrival to a stream's first content token
+    tenant: str | None = None
+    request_model: str = ""
+    response_model: str = ""
     extra_headers: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The access log line (shared/accesslog.py) reads this request's facts at its end.
+        record = accesslog.current()
+        if record is not None:
+            record.source = self
 
     def overhead_ms(self) -> float:
         return max(0.0, (time.perf_counter() - self.started - self.tier_wait_s) * 1000.0)
@@ -107,23 +116,53 @@ async def once(text: str) -> AsyncGenerator[str, None]:
     yield text
 
 
+def has_content(chunk: dict[str, Any]) -> bool:
+    """Whether a chat.completion.chunk carries output (text, reasoning or a tool call), as
+    opposed to the role-only opening chunk, usage or keepalives."""
+    for choice in chunk.get("choices") or ():
+        if not isinstance(choice, dict):
+            continue
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and any(
+            delta.get(k) for k in ("content", "reasoning_content", "tool_calls")
+        ):
+            return True
+        if choice.get("text"):
+            return True
+    return False
+
+
+def first_token(m: EdgeMetrics, meta: Meta) -> None:
+    """A stream's first content token is ready to send: time to first token, once.
+
+    Only streams have one (a JSON answer is measured by its duration); for the core it is
+    the first event with content, not the response headers, which come before prefill.
+    """
+    if meta.first_token_s is None:
+        meta.first_token_s = time.perf_counter() - meta.started
+        m.ttft.labels(meta.tier).observe(meta.first_token_s)
+
+
 def observe(
     m: EdgeMetrics, meta: Meta, usage: dict[str, Any] | None, *, done: bool = False
 ) -> None:
-    """Record first-byte metrics once (done=False) and end-of-answer metrics (usage, duration)."""
+    """Record the answer's start once (done=False: status, overhead) and its end (usage,
+    duration; done=True for a stream's end)."""
     elapsed = time.perf_counter() - meta.started
     if not done:
-        meta.first_byte_s = elapsed
-        m.ttft.labels(meta.tier).observe(elapsed)
         m.overhead.labels(meta.tier).observe(meta.overhead_ms() / 1000.0)
         m.requests.labels(meta.tier, "200").inc()
     if done or usage is not None:
         m.duration.labels(meta.tier).observe(elapsed)
     if usage:
-        m.tokens.labels(meta.tier, "input").inc(usage.get("prompt_tokens", 0))
-        m.tokens.labels(meta.tier, "output").inc(usage.get("completion_tokens", 0))
+        request_model = meta.request_model or "unknown"
+        response_model = meta.response_model or request_model
+        for kind, key in (("input", "prompt_tokens"), ("output", "completion_tokens")):
+            m.tokens.labels(meta.tier, "chat", kind, request_model, response_model).observe(
+                usage.get(key) or 0
+            )
     # Time per output token only where tokens arrived over time (a stream): the tokens after
-    # the first byte share the time after it, as OTel's gen_ai.server.time_per_output_token.
-    output = (usage or {}).get("completion_tokens", 0)
-    if done and meta.first_byte_s is not None and output > 1:
-        m.tpot.labels(meta.tier).observe((elapsed - meta.first_byte_s) / (output - 1))
+    # the first share the time after it, as OTel's gen_ai.server.time_per_output_token.
+    output = (usage or {}).get("completion_tokens") or 0
+    if done and meta.first_token_s is not None and output > 1:
+        m.tpot.labels(meta.tier).observe((elapsed - meta.first_token_s) / (output - 1))

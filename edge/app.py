@@ -33,6 +33,8 @@ from edge.router_model import RouterModel
 from edge.settings import EdgeSettings
 from edge.state import EdgeServices
 from edge.tenants import KeyStore
+from shared import tracing
+from shared.accesslog import AccessLog
 from shared.errors import EXCEPTION_HANDLERS
 
 log = logging.getLogger("edgecore.edge")
@@ -160,6 +162,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # Process-wide (OpenBLAS has one pool): set here, restored when the app stops.
         blas = threadpool_limits(limits=settings.blas_threads, user_api="blas")
+        tracing.setup("edgecore-edge")  # exports only with an OTLP endpoint configured
         embedder, local = await _load(settings)
         router_model: RouterModel | None = None
         if (settings.router_dir() / "router.npz").exists():
@@ -242,6 +245,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             if local is not None:
                 await asyncio.to_thread(local.close)
             blas.restore_original_limits()
+            tracing.flush()
 
     return Starlette(
         routes=[
@@ -253,7 +257,12 @@ def create_app(settings: EdgeSettings) -> Starlette:
             Route("/metrics", metrics, methods=["GET"]),
             *cache_admin.ROUTES,
         ],
-        middleware=[Middleware(TierHeaders)],
+        # Outermost first: the trace's server span, the access-log line, then the headers.
+        middleware=[
+            Middleware(tracing.TraceMiddleware, service="edge"),
+            Middleware(AccessLog, service="edge"),
+            Middleware(TierHeaders),
+        ],
         exception_handlers=dict(EXCEPTION_HANDLERS),
         lifespan=lifespan,
     )

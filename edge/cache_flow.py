@@ -14,12 +14,13 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from edge import cache_key
-from edge.answers import Meta, json_answer, observe, once, sse_answer, text_events
+from edge.answers import Meta, first_token, json_answer, observe, once, sse_answer, text_events
 from edge.cache import CachedAnswer, CacheUnavailable
 from edge.cache_match import Match, normalize
 from edge.state import EdgeServices
 from shared import completions
 from shared.schemas import ChatCompletionRequest
+from shared.tracing import traced
 
 
 @dataclass
@@ -73,6 +74,7 @@ def cache_directive(
     return directive
 
 
+@traced("edge.embed")
 async def embed(svc: EdgeServices, req: ChatCompletionRequest) -> np.ndarray | None:
     """The conversation's embedding (shared by the cache and the router); None on failure."""
     if svc.embedder is None:
@@ -88,6 +90,7 @@ async def embed(svc: EdgeServices, req: ChatCompletionRequest) -> np.ndarray | N
         svc.metrics.embed_seconds.observe(time.perf_counter() - t)
 
 
+@traced("edge.cache.lookup")
 async def cache_probe(
     svc: EdgeServices,
     req: ChatCompletionRequest,
@@ -130,6 +133,7 @@ async def cache_probe(
     return probe
 
 
+@traced("edge.cache.semantic")
 async def semantic_probe(
     svc: EdgeServices, probe: CacheProbe | None, vector: np.ndarray | None, meta: Meta
 ) -> CacheProbe | None:
@@ -254,6 +258,9 @@ def from_cache(
     meta.extra_headers["x-edgecore-cache-similarity"] = f"{hit.similarity:.4f}"
     meta.extra_headers["x-edgecore-cache-entry"] = hit.entry_id  # for /admin/cache
     usage = completions.cached_usage(hit.usage)
+    meta.response_model = hit.model
+    if req.stream:
+        first_token(svc.metrics, meta)  # the whole answer is in hand
     observe(svc.metrics, meta, usage)
     if not req.stream:
         body = completions.completion(

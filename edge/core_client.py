@@ -27,6 +27,7 @@ import httpx
 
 from edge.breaker import CircuitBreaker, State
 from edge.h2_cancel import close_early
+from shared import tracing
 from shared.errors import ApiError
 
 log = logging.getLogger("edgecore.edge.core")
@@ -214,6 +215,7 @@ class CorePool:
             headers["x-edgecore-priority"] = priority  # the core's admission class
         if tenant:
             headers["x-edgecore-tenant"] = tenant  # the core may class whole tenants as batch
+        tracing.inject(headers)  # traceparent: the core's spans join this request's trace
         for attempt in range(2):
             conn = core.connection()
             request = conn.client.build_request(

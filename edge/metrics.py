@@ -4,6 +4,20 @@ Names follow the OpenTelemetry GenAI conventions where one exists
 (``gen_ai_server_time_to_first_token_seconds``, ``..._time_per_output_token_seconds``,
 ``gen_ai_server_request_duration_seconds``, ``gen_ai_client_token_usage``);
 the rest are edgecore's own.
+
+Timing, honestly: time to first token is taken when the first *content* token of a stream
+is ready (for the core, the first SSE event with content, not the response headers, which
+come before the engine has prefilled), and only for streams; time per output token is the
+time after that token divided by the tokens after it. A JSON answer has no first token of
+its own: it is measured by the request duration only.
+
+OTel attributes become label names with dots replaced by underscores (Prometheus label
+names cannot hold dots): ``gen_ai.operation.name`` -> ``gen_ai_operation_name``,
+``gen_ai.token.type`` -> ``gen_ai_token_type`` (``input`` / ``output``),
+``gen_ai.request.model`` -> ``gen_ai_request_model``, ``gen_ai.response.model`` ->
+``gen_ai_response_model``. ``tier`` (cache, edge, core) is edgecore's own.
+
+Counts that only grow are counters, also those kept elsewhere (``ScrapedCounter``).
 """
 
 from __future__ import annotations
@@ -13,9 +27,12 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from edge.core_client import CorePool
+from shared.prom import ScrapedCounter
 
 # Per-token gaps: OTel's suggested buckets for gen_ai.server.time_per_output_token.
 _TOKEN = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
+# Tokens per request: OTel's suggested buckets for gen_ai.client.token.usage.
+_TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
@@ -28,7 +45,7 @@ class EdgeMetrics:
     tpot: Histogram
     duration: Histogram
     overhead: Histogram
-    tokens: Counter
+    tokens: Histogram
     cache: Counter
     cache_similarity: Histogram
     cache_candidate_similarity: Histogram
@@ -46,12 +63,12 @@ class EdgeMetrics:
     disconnects: Counter
     edge_model_running: Gauge
     edge_model_waiting: Gauge
-    edge_model_cancelled: Gauge
+    edge_model_cancelled: ScrapedCounter
     core_up: Gauge
     core_breaker: Gauge
     core_streams: Gauge
     core_rtt: Gauge
-    core_failovers: Gauge
+    core_failovers: ScrapedCounter
 
     @classmethod
     def create(cls) -> EdgeMetrics:
@@ -65,7 +82,7 @@ class EdgeMetrics:
             in_flight=Gauge("edgecore_edge_in_flight", "Chat requests in flight.", registry=r),
             ttft=Histogram(
                 "gen_ai_server_time_to_first_token_seconds",
-                "Time from request arrival to the first answer byte.",
+                "Time from request arrival to the first content token, for streamed answers.",
                 ["tier"], buckets=_LATENCY, registry=r,
             ),
             tpot=Histogram(
@@ -83,9 +100,13 @@ class EdgeMetrics:
                 "Time the edge added before the first byte (tier wait excluded).",
                 ["tier"], buckets=_LATENCY, registry=r,
             ),
-            tokens=Counter(
-                "gen_ai_client_token_usage", "Tokens by tier and type (input/output).",
-                ["tier", "type"], registry=r,
+            tokens=Histogram(
+                "gen_ai_client_token_usage",
+                "Tokens per answered request, by tier, operation, token type (input/output), "
+                "requested and responding model.",
+                ["tier", "gen_ai_operation_name", "gen_ai_token_type", "gen_ai_request_model",
+                 "gen_ai_response_model"],
+                buckets=_TOKENS, registry=r,
             ),
             cache=Counter(
                 "edgecore_cache_lookups",
@@ -166,9 +187,9 @@ class EdgeMetrics:
                 "edgecore_edge_model_waiting", "Requests waiting for an edge-model slot.",
                 registry=r,
             ),
-            edge_model_cancelled=Gauge(
+            edge_model_cancelled=ScrapedCounter(
                 "edgecore_edge_model_cancelled",
-                "Edge-model generations stopped early because the client left (a count).",
+                "Edge-model generations stopped early because the client left.",
                 registry=r,
             ),
             core_up=Gauge("edgecore_core_up", "1 when the core's last probe passed.", ["core"],
@@ -180,9 +201,10 @@ class EdgeMetrics:
                                ["core"], registry=r),
             core_rtt=Gauge("edgecore_core_rtt_seconds", "Probe round trip to the core (EWMA).",
                            ["core"], registry=r),
-            core_failovers=Gauge("edgecore_core_failovers",
-                                 "Requests that moved to another core before their first byte "
-                                 "(a count).", registry=r),
+            core_failovers=ScrapedCounter(
+                "edgecore_core_failovers",
+                "Requests that moved to another core before their first byte.", registry=r,
+            ),
         )  # fmt: skip
 
     def observe_cores(self, pool: CorePool) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from shared.schemas import ChatCompletionRequest
+from edge.responses_api import ResponsesRequest
+from shared import parameters
+from shared.schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 
 
 class ErrorDetail(BaseModel):
@@ -59,8 +61,52 @@ class ModelList(BaseModel):
     data: list[ModelCard]
 
 
+class Embedding(BaseModel):
+    object: Literal["embedding"]
+    index: int
+    embedding: list[float] | str  # str: base64 of little-endian float32
+
+
+class EmbeddingUsage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbeddingList(BaseModel):
+    object: Literal["list"]
+    model: str
+    data: list[Embedding]
+    usage: EmbeddingUsage
+
+
+class TextChoice(BaseModel):
+    index: int
+    text: str
+    logprobs: Any = None
+    finish_reason: str | None
+
+
+class TextCompletion(BaseModel):
+    id: str
+    object: Literal["text_completion"]
+    created: int
+    model: str
+    choices: list[TextChoice]
+    usage: Usage | None = None
+
+
+class ResponseObject(BaseModel):
+    """A Responses API answer, as the core's vLLM writes it (relayed unchanged)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    object: Literal["response"]
+
+
 MODELS: list[type[BaseModel]] = [
-    ChatCompletionRequest, ChatCompletion, ErrorResponse, ModelList,
+    ChatCompletionRequest, ChatCompletion, ErrorResponse, ModelList, EmbeddingRequest,
+    EmbeddingList, CompletionRequest, TextCompletion, ResponsesRequest, ResponseObject,
 ]  # fmt: skip
 
 _ERRORS = {
@@ -95,7 +141,42 @@ def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": _json(ErrorResponse)}
 
 
-def openapi(model_names: list[str], max_messages: int) -> dict[str, Any]:
+def _post(
+    operation: str,
+    request: type[BaseModel],
+    answer: type[BaseModel],
+    *,
+    stream: bool,
+    more: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    content: dict[str, Any] = dict(_json(answer))
+    if stream:
+        content["text/event-stream"] = {"schema": _SSE_EVENT}
+    return {
+        "post": {
+            "operationId": operation,
+            "security": [{"bearer": []}],
+            "requestBody": {"required": True, "content": _json(request)},
+            "responses": {
+                "200": {"description": "The answer (server-sent events if stream)",
+                        "content": content},
+                **{code: _error(text) for code, text in {**_ERRORS, **(more or {})}.items()},
+            },
+        }
+    }  # fmt: skip
+
+
+def _audit(request: dict[str, Any]) -> None:
+    """The parameter audit (shared.parameters), on each chat request property."""
+    for name, edge, core in parameters.table():
+        prop = request.setdefault(name, {"title": name.replace("_", " ").capitalize()})
+        prop["x-edgecore-edge"] = edge
+        prop["x-edgecore-core"] = core
+
+
+def openapi(
+    model_names: list[str], max_messages: int, embed_models: list[str] | None = None
+) -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     for model in MODELS:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
@@ -109,6 +190,11 @@ def openapi(model_names: list[str], max_messages: int) -> dict[str, Any]:
     for option in stop:
         if option.get("type") == "array":
             option["maxItems"] = 4
+    _audit(request)
+    schemas["CompletionRequest"]["properties"]["model"] = request["model"]
+    if embed_models:
+        embed = schemas["EmbeddingRequest"]["properties"]
+        embed["model"] = {"type": "string", "enum": embed_models, "title": "Model"}
     secured: list[dict[str, list[str]]] = [{"bearer": []}]
     return {
         "openapi": "3.1.0",
@@ -141,6 +227,19 @@ def openapi(model_names: list[str], max_messages: int) -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/completions": _post(
+                "createCompletion", CompletionRequest, TextCompletion, stream=True
+            ),
+            "/v1/embeddings": _post(
+                "createEmbedding", EmbeddingRequest, EmbeddingList, stream=False
+            ),
+            "/v1/responses": _post(
+                "createResponse",
+                ResponsesRequest,
+                ResponseObject,
+                stream=True,
+                more={"501": "The Responses API is not served by this deployment"},
+            ),
             "/v1/models": {
                 "get": {
                     "operationId": "listModels",

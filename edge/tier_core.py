@@ -18,7 +18,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.answers import Meta, json_answer, observe, sse_answer
+from edge.answers import Meta, first_token, has_content, json_answer, observe, sse_answer
 from edge.cache_flow import CacheProbe, remember
 from edge.core_client import Upstream
 from edge.state import EdgeServices
@@ -28,6 +28,7 @@ from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disco
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
 from shared.streaming import with_keepalive
+from shared.tracing import traced
 
 
 def upstream_payload(
@@ -42,6 +43,7 @@ def upstream_payload(
     return payload
 
 
+@traced("edge.tier.core")
 async def from_core(
     request: Request,
     svc: EdgeServices,
@@ -69,6 +71,7 @@ async def from_core(
         svc.metrics.disconnects.labels("core").inc()
         return Response(status_code=CLIENT_CLOSED)
     meta.tier = "core"
+    meta.response_model = svc.settings.core_model
     svc.metrics.core_requests.labels(upstream.response.http_version).inc()
     svc.metrics.route.labels("core", "forward").inc()
     if req.stream:
@@ -178,6 +181,9 @@ async def _relay(
                     continue
                 if parsed is not None:
                     model = parsed.get("model", model)
+                    if meta.first_token_s is None and has_content(parsed):
+                        meta.response_model = model
+                        first_token(svc.metrics, meta)  # not the headers: after prefill
                     if not parsed.get("choices") and "usage" in parsed and not req.include_usage:
                         continue
                 yield b"data: " + payload.encode() + b"\n\n"

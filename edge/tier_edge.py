@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.answers import Meta, json_answer, observe, sse_answer, text_events
+from edge.answers import Meta, first_token, json_answer, observe, sse_answer, text_events
 from edge.cache_flow import CacheProbe, remember
 from edge.local_model import EdgeBusy, Generation, PromptTooLong
 from edge.state import EdgeServices
@@ -17,8 +17,10 @@ from shared import completions
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
+from shared.tracing import traced
 
 
+@traced("edge.tier.edge")
 async def from_edge(
     request: Request,
     svc: EdgeServices,
@@ -35,6 +37,7 @@ async def from_edge(
             headers={"retry-after": str(s.retry_after_s)},
         )
     meta.tier = "edge"
+    meta.response_model = s.edge_model
     gen = Generation()
     deltas = svc.local.stream(req, gen)
     t = time.perf_counter()
@@ -123,6 +126,7 @@ async def from_edge(
         observe(svc.metrics, meta, usage, done=True)
         remember(svc, probe, "".join(parts), finish_reason, usage, s.edge_model)
 
+    first_token(svc.metrics, meta)  # the first token is in hand (awaited above)
     observe(svc.metrics, meta, None)
     return sse_answer(events(), meta, on_close=deltas.aclose)
 

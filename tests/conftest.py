@@ -251,7 +251,7 @@ class Keys:
     beta: str  # tenant "beta": no limits (cross-tenant probes)
     limited: str  # tenant "limited": 3 requests per minute
     edge_only: str  # tenant "edge-only": may use the edge model only
-    fuzz: str  # tenant "fuzz": auto and the edge model (the fuzzed edge has no core)
+    fuzz: str  # tenant "fuzz": auto and the edge models (the fuzzed edge has no core)
     capped: str  # tenant "capped": at most 2 cache entries
     sampled: str  # tenant "sampled": opted in to caching temperature > 0 answers
     batch: str  # tenant "batch": the core admits its forwarded requests as batch
@@ -274,7 +274,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
         update={"models": frozenset({"edge-smollm2-135m"})}
     )
     tenants["fuzz"] = tenants["fuzz"].model_copy(
-        update={"models": frozenset({"auto", "edge-smollm2-135m"})}
+        update={"models": frozenset({"auto", "edge-smollm2-135m", "edge-minilm-l6-v2"})}
     )
     tenants["capped"] = tenants["capped"].model_copy(update={"cache_max_entries": 2})
     tenants["sampled"] = tenants["sampled"].model_copy(update={"cache_nondeterministic": True})

@@ -79,11 +79,11 @@ def test_non_stream_disconnect_aborts_the_engine_request(
 
 def test_stream_disconnect_stops_the_edge_model(keys: Keys, edge_url: str) -> None:
     before = metric(edge_url, "edgecore_edge_client_disconnects_total", 'tier="edge"')
-    cancelled = metric(edge_url, "edgecore_edge_model_cancelled")
+    cancelled = metric(edge_url, "edgecore_edge_model_cancelled_total")
     read_first_event_then_leave(edge_url, "edge-smollm2-135m", keys.auth())
     assert eventually(
         lambda: metric(edge_url, "edgecore_edge_client_disconnects_total", 'tier="edge"') > before
     )
     # The generation thread stopped early instead of writing 400 tokens to nobody.
-    assert eventually(lambda: metric(edge_url, "edgecore_edge_model_cancelled") > cancelled)
+    assert eventually(lambda: metric(edge_url, "edgecore_edge_model_cancelled_total") > cancelled)
     assert eventually(lambda: metric(edge_url, "edgecore_edge_model_running") == 0)

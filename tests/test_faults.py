@@ -84,7 +84,7 @@ def test_stalled_core_fails_over_to_the_next(
                        timeout=30)  # fmt: skip
         assert r.status_code == 200 and r.headers["x-edgecore-tier"] == "core"
         assert time.monotonic() - t < 15  # one first-byte deadline, then the next core
-        assert metric(edge.url, "edgecore_core_failovers") >= 1
+        assert metric(edge.url, "edgecore_core_failovers_total") >= 1
         assert eventually(lambda: metric(edge.url, "edgecore_edge_in_flight") == 0)
     finally:
         os.kill(stalled.proc.pid, signal.SIGCONT)

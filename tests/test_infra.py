@@ -28,6 +28,7 @@ from core.profiles import load_profile, profile_names
 from core.settings import CoreSettings, EngineConfig
 from edge.metrics import EdgeMetrics
 from edge.settings import EdgeSettings
+from shared.prom import ScrapedCounter
 
 ROOT = Path(__file__).resolve().parents[1]
 INFRA = ROOT / "infra"
@@ -451,6 +452,8 @@ def _sample_names(registry_owner: Any) -> set[str]:
     for value in vars(registry_owner).values():
         if isinstance(value, MetricWrapperBase) and value._labelnames:
             value.labels(*["x"] * len(value._labelnames))
+        elif isinstance(value, ScrapedCounter) and value.labelnames:
+            value.set(0, *["x"] * len(value.labelnames))
     text = generate_latest(registry_owner.registry).decode()
     return {s.name for fam in text_string_to_metric_families(text) for s in fam.samples}
 
@@ -475,6 +478,14 @@ def test_exported_names_include_suffixes() -> None:
     assert "edgecore_edge_requests_total" in names["edge"]
     assert "gen_ai_server_time_to_first_token_seconds_bucket" in names["edge"]
     assert "edgecore_core_requests_total" in names["core"]
+    # Token usage is a histogram (OTel's gen_ai.client.token.usage), counts only grow:
+    # counters, also those copied from the pool at scrape time.
+    assert "gen_ai_client_token_usage_bucket" in names["edge"]
+    for name in ("edgecore_edge_model_cancelled", "edgecore_core_failovers"):
+        assert f"{name}_total" in names["edge"] and name not in names["edge"]
+    for name in ("edgecore_core_admitted", "edgecore_core_rejected", "edgecore_core_affinity",
+                 "edgecore_core_drain_evicted", "edgecore_core_replica_restarts"):  # fmt: skip
+        assert f"{name}_total" in names["core"] and name not in names["core"]
 
 
 GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}

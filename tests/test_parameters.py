@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -147,3 +148,9 @@ def test_completion_request_as_chat() -> None:
     chat = req.as_chat()
     assert chat.prompt_text() == "Once upon" and chat.output_limit == 7
     assert CompletionRequest(model="a", prompt=[1, 2]).text() is None
+
+
+def test_the_docs_table_names_every_audited_parameter() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "openai-compatibility.md").read_text()
+    missing = [name for name, _, _ in table() if f"`{name}`" not in doc]
+    assert not missing, f"docs/openai-compatibility.md lacks {missing}"

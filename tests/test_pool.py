@@ -201,7 +201,7 @@ def test_load_spreads_over_both_replicas(pool: PoolCore, held: list[Held]) -> No
     for h in held:
         assert h.first.wait(120) and h.status == 200
     assert {h.replica for h in held} == {"r0", "r1"}
-    assert metric(pool.url, "edgecore_core_affinity", 'outcome="fallback"') >= 1
+    assert metric(pool.url, "edgecore_core_affinity_total", 'outcome="fallback"') >= 1
     for h in held:
         h.close()
     assert eventually(lambda: idle(pool))
@@ -221,7 +221,7 @@ def test_affinity_holds_for_a_repeated_system_prompt(pool: PoolCore) -> None:
 
 
 def test_full_queue_answers_429_with_retry_after(pool: PoolCore, held: list[Held]) -> None:
-    rejected = metric(pool.url, "edgecore_core_rejected", 'reason="queue_full"')
+    rejected = metric(pool.url, "edgecore_core_rejected_total", 'reason="queue_full"')
     held += [Held(pool, f"Write a long essay, part {i}.") for i in range(4)]  # 2 per replica
     for h in held:
         assert h.first.wait(120) and h.status == 200
@@ -245,7 +245,7 @@ def test_full_queue_answers_429_with_retry_after(pool: PoolCore, held: list[Held
                                      'priority="batch"') == 1)  # fmt: skip
     over_batch = pool.ask("Another batch job.", service_tier="flex")  # OpenAI's "may wait" tier
     assert over_batch.status_code == 429
-    assert metric(pool.url, "edgecore_core_rejected", 'reason="queue_full"') == rejected + 2
+    assert metric(pool.url, "edgecore_core_rejected_total", 'reason="queue_full"') == rejected + 2
     for h in held[:4]:
         h.close()  # slots free up: the queue drains, interactive first
     for h in [*queued, batch]:
@@ -322,7 +322,7 @@ def test_drain_deadline_ends_what_is_left(pool: PoolCore, held: list[Held]) -> N
     assert h.events[-1] == "[DONE]" and "error" in json.loads(h.events[-2])
     assert eventually(lambda: pool.replicas()[target]["state"] == "drained")
     assert eventually(lambda: metric(pool.engine(target), "vllm:num_requests_running") == 0)
-    assert metric(pool.url, "edgecore_core_drain_evicted") >= 1
+    assert metric(pool.url, "edgecore_core_drain_evicted_total") >= 1
     pool.admin("POST", f"/replicas/{target}/undrain")
     assert eventually(lambda: pool.replicas()[target]["state"] == "ready")
 
@@ -343,7 +343,7 @@ def test_killed_engine_is_restarted_and_traffic_goes_elsewhere(pool: PoolCore) -
     assert not psutil.pid_exists(victim["pid"]) or (
         psutil.Process(victim["pid"]).status() == psutil.STATUS_ZOMBIE
     )
-    assert metric(pool.url, "edgecore_core_replica_restarts", 'replica="r0"') >= 1
+    assert metric(pool.url, "edgecore_core_replica_restarts_total", 'replica="r0"') >= 1
     served = {pool.ask(f"After the restart {i}?").headers["x-edgecore-replica"]
               for i in range(8)}  # fmt: skip
     assert served == {"r0", "r1"}

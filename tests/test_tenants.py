@@ -133,8 +133,8 @@ def test_injected_ids_and_model_names_are_not_reflected_in_headers(
 def test_a_tenant_s_core_priority_reaches_the_core_admission(
     edge_url: str, core_url: str, keys: Keys
 ) -> None:
-    before = metric(core_url, "edgecore_core_admitted", 'priority="batch"')
+    before = metric(core_url, "edgecore_core_admitted_total", 'priority="batch"')
     r = ask(edge_url, keys.batch, f"Say the word {uuid.uuid4().hex[:6]}.",
             model="smollm2-135m-instruct", max_tokens=4)  # fmt: skip
     assert r.status_code == 200 and r.headers["x-edgecore-tier"] == "core", r.text
-    assert metric(core_url, "edgecore_core_admitted", 'priority="batch"') == before + 1
+    assert metric(core_url, "edgecore_core_admitted_total", 'priority="batch"') == before + 1

@@ -1,0 +1,162 @@
+"""OpenTelemetry traces for the edge and the core: W3C ``traceparent`` in, spans, and out.
+
+    client -> edge (server span "POST /v1/chat/completions")
+                 edge.cache.lookup, edge.cache.semantic, edge.route, edge.tier.core|edge
+                 -> traceparent -> core (server span) -> core.admit, core.engine
+                                     -> traceparent -> vLLM (--otlp-traces-endpoint)
+
+Spans are always made (so ``traceparent`` goes on to the core and vLLM, and the access log
+carries a trace id), but exported only when an OTLP endpoint is configured: the standard
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` (OTLP over HTTP,
+``OTEL_EXPORTER_OTLP_*`` options apply). ``OTEL_SDK_DISABLED=true`` turns tracing off.
+One tracer provider per process: the first ``setup()`` (or a test's ``use()``) wins.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+from opentelemetry import context, propagate, trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("edgecore.tracing")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+tracer = trace.get_tracer("edgecore")  # a proxy until the provider is set
+_provider: TracerProvider | None = None
+
+
+def otlp_endpoint() -> str | None:
+    return (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or None
+    )
+
+
+def use(provider: TracerProvider) -> TracerProvider:
+    """Install ``provider`` for this process (first call wins; later ones are ignored)."""
+    global _provider
+    if _provider is None:
+        _provider = provider
+        trace.set_tracer_provider(provider)
+    return _provider
+
+
+def setup(service: str, processors: list[SpanProcessor] | None = None) -> TracerProvider | None:
+    """The process's tracer provider for ``service``; None when tracing is disabled."""
+    if os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+        return None
+    if _provider is not None:
+        return _provider
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service)})
+    )
+    for processor in processors or []:
+        provider.add_span_processor(processor)
+    endpoint = otlp_endpoint()
+    if endpoint:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        log.info("exporting traces over OTLP to %s", endpoint)
+    return use(provider)
+
+
+def flush() -> None:
+    if _provider is not None:
+        _provider.force_flush(timeout_millis=2000)
+
+
+def inject(headers: dict[str, str]) -> dict[str, str]:
+    """Add ``traceparent`` (and ``tracestate``) of the current span to outgoing headers."""
+    propagate.inject(headers)
+    return headers
+
+
+def traced(name: str) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Coroutine[Any, Any, T]]]:
+    """Run an async function inside a span called ``name``."""
+
+    def wrap(fn: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        @functools.wraps(fn)
+        async def inner(*args: P.args, **kwargs: P.kwargs) -> T:
+            with tracer.start_as_current_span(name):
+                return await fn(*args, **kwargs)
+
+        return inner
+
+    return wrap
+
+
+def traced_sync(name: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """Run a function inside a span called ``name``."""
+
+    def wrap(fn: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(fn)
+        def inner(*args: P.args, **kwargs: P.kwargs) -> T:
+            with tracer.start_as_current_span(name):
+                return fn(*args, **kwargs)
+
+        return inner
+
+    return wrap
+
+
+def set_attributes(**attributes: str | int | float | bool | None) -> None:
+    """Attributes on the current span (None values are left out)."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attributes(
+            {k.replace("__", "."): v for k, v in attributes.items() if v is not None}
+        )
+
+
+class TraceMiddleware:
+    """Pure ASGI middleware: a server span per HTTP request, continuing the caller's trace."""
+
+    def __init__(self, app: ASGIApp, service: str) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        carrier = {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in scope.get("headers", ())
+            if k in (b"traceparent", b"tracestate", b"baggage")
+        }
+        parent = propagate.extract(carrier) if carrier else context.Context()
+        method, path = scope["method"], scope["path"]
+        with tracer.start_as_current_span(
+            f"{method} {path}",
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes={
+                "http.request.method": method,
+                "url.path": path,
+                "network.protocol.version": str(scope.get("http_version", "")),
+                "edgecore.service": self.service,
+            },
+        ) as span:
+
+            async def sending(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    status = int(message["status"])
+                    span.set_attribute("http.response.status_code", status)
+                    if status >= 500:
+                        span.set_status(Status(StatusCode.ERROR))
+                await send(message)
+
+            await self.app(scope, receive, sending)
