@@ -101,7 +101,12 @@ async def _open(
         except _ENGINE_GONE:
             st.pool.release(lease, failed=True)
             exclude |= {lease.replica.name}
-        except (httpx.HTTPError, Evicted):
+        except Evicted:
+            st.pool.release(lease)
+            if lease.reason != "unhealthy":
+                raise _unavailable() from None
+            exclude |= {lease.replica.name}  # its engine froze before answering: next one
+        except httpx.HTTPError:
             st.pool.release(lease)
             raise _unavailable() from None
         except BaseException:
@@ -225,7 +230,12 @@ def _relay_stream(
             yield sse.DONE
             finished = True
         except Evicted:
-            yield sse.encode(completions.stream_error("replica drained; answer cut at deadline"))
+            message = (
+                "the engine stopped answering mid-stream"
+                if lease.reason == "unhealthy"
+                else "replica drained; answer cut at deadline"
+            )
+            yield sse.encode(completions.stream_error(message))
             yield sse.DONE
             finished = True
         finally:

@@ -8,6 +8,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -39,10 +40,23 @@ def engine_env(config: EngineConfig, home: Path) -> dict[str, str]:
     return env
 
 
-class Engine:
-    """One engine process. ``ready`` is true while its ``/health`` answers 200.
+@dataclass(frozen=True)
+class EngineHealth:
+    """How an engine's health is watched (CoreSettings.engine_health_*)."""
 
-    ``on_change`` runs whenever readiness flips, so the pool can move queued requests.
+    interval_s: float = 1.0  # between /health probes of a ready engine
+    timeout_s: float = 2.0  # a probe not answered by then failed (a frozen engine)
+    wedged_restart_s: float = 60.0  # unhealthy this long after being ready: restart; 0: never
+
+
+class Engine:
+    """One engine process. ``ready`` is true while its ``/health`` answers 200 within
+    ``health.timeout_s``.
+
+    ``on_change`` runs whenever readiness flips, so the pool can move queued requests;
+    ``on_stall`` when a ready engine stops answering its probe (not when it merely exits),
+    so the replica can end what waits on it. An engine that stays unhealthy for
+    ``health.wedged_restart_s`` after it was ready is killed and restarted.
     """
 
     def __init__(
@@ -52,14 +66,20 @@ class Engine:
         log_file: IO[bytes] | None = None,
         on_change: Callable[[], None] | None = None,
         name: str = "engine",
+        *,
+        health: EngineHealth | None = None,
+        on_stall: Callable[[], None] | None = None,
     ):
         self.config = config
         self.home = home
         self.log_file = log_file
         self.name = name
         self.on_change = on_change
+        self.on_stall = on_stall
+        self.health = health or EngineHealth()
         self.ready = asyncio.Event()
         self.restarts = 0
+        self.wedged = 0  # restarts because it stopped answering (not because it exited)
         self._child: ChildProcess | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -124,15 +144,39 @@ class Engine:
 
     async def _watch_health(self) -> None:
         url = self.config.base_url + "/health"
-        async with httpx.AsyncClient(timeout=5.0) as client:
+        child = self._child
+        h = self.health
+        was_ready = False  # in this process's life: a starting engine is not wedged
+        unhealthy_since: float | None = None
+        async with httpx.AsyncClient(timeout=h.timeout_s) as client:
             while True:
                 ok = False
                 with contextlib.suppress(httpx.HTTPError):
                     ok = (await client.get(url)).status_code == 200
                 if ok and not self.ready.is_set():
                     log.info("%s ready at %s", self.name, self.config.base_url)
+                stalled = not ok and self.ready.is_set()
                 self._set_ready(ok)
-                await asyncio.sleep(2.0 if ok else 0.5)
+                if stalled:
+                    log.warning("%s did not answer /health in %gs: unhealthy", self.name,
+                                h.timeout_s)  # fmt: skip
+                    if self.on_stall is not None:
+                        self.on_stall()
+                now = time.monotonic()
+                if ok:
+                    was_ready, unhealthy_since = True, None
+                elif was_ready:
+                    unhealthy_since = unhealthy_since or now
+                    if h.wedged_restart_s and now - unhealthy_since >= h.wedged_restart_s:
+                        log.error("%s unhealthy for %.0fs: wedged; restarting it", self.name,
+                                  now - unhealthy_since)  # fmt: skip
+                        self.wedged += 1
+                        if child is not None:
+                            # TERM, then KILL after 5 s (a stopped process only dies of KILL);
+                            # the supervisor then restarts it as after a crash.
+                            await child.stop(timeout=5)
+                        return
+                await asyncio.sleep(h.interval_s if ok else min(0.5, h.interval_s))
 
     async def stop(self) -> None:
         self._stopping = True

@@ -11,6 +11,7 @@ from typing import IO, Any, Literal
 
 from core.admission import Admission, Priority
 from core.balancer import choose
+from core.engine import EngineHealth
 from core.pool_config import ReplicaConfig
 from core.replica import Lease, Replica
 from core.settings import CoreSettings
@@ -32,10 +33,18 @@ class Pool:
         log_file: IO[bytes] | None = None,
     ) -> None:
         self.settings = settings
+        self.health = EngineHealth(
+            settings.engine_health_interval_s,
+            settings.engine_health_timeout_s,
+            settings.engine_wedged_restart_s,
+        )
         self.replicas = [
-            Replica(c, settings.home, settings.request_timeout_s, log_file, self._changed)
+            Replica(
+                c, settings.home, settings.request_timeout_s, log_file, self._changed,
+                health=self.health,
+            )
             for c in replicas
-        ]
+        ]  # fmt: skip
         self.by_name = {r.name: r for r in self.replicas}
         self.admission: Admission[Lease] = Admission(
             {"interactive": settings.queue_interactive, "batch": settings.queue_batch},

@@ -14,7 +14,7 @@ from typing import IO, Any, Literal
 import httpx
 
 from core.balancer import Candidate, EngineLoad, external_load, parse_engine_load
-from core.engine import Engine
+from core.engine import Engine, EngineHealth
 from core.pool_config import ReplicaConfig
 
 # active: takes traffic when healthy; draining: finishes what it has, takes nothing new;
@@ -29,6 +29,9 @@ class Lease:
     replica: Replica
     evicted: asyncio.Event = field(default_factory=asyncio.Event)
     released: bool = False
+    # Why it was evicted: "drained" (drain deadline) or "unhealthy" (the engine stopped
+    # answering; a request with no first byte yet may go to another replica).
+    reason: str = "drained"
 
 
 class Replica:
@@ -39,14 +42,20 @@ class Replica:
         request_timeout_s: float,
         log_file: IO[bytes] | None,
         on_change: Callable[[], None],
+        *,
+        health: EngineHealth | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
+        self.health = health or EngineHealth()
         self.engine = (
-            Engine(config.engine, home, log_file, on_change, name=f"engine {config.name}")
+            Engine(
+                config.engine, home, log_file, on_change, name=f"engine {config.name}",
+                health=self.health, on_stall=self.stalled,
+            )
             if config.manage
             else None
-        )
+        )  # fmt: skip
         self.client = httpx.AsyncClient(
             base_url=config.engine.base_url,
             timeout=httpx.Timeout(request_timeout_s, connect=5.0),
@@ -137,6 +146,14 @@ class Replica:
             self.idle.set()
         return True
 
+    def stalled(self) -> None:
+        """The engine stopped answering its probe: end what waits on it. Requests without a
+        first byte move to another replica or get 503; streams end with an error event
+        (closing them aborts the engine's work when it wakes)."""
+        for lease in list(self.leases):
+            lease.reason = "unhealthy"
+            lease.evicted.set()
+
     def suspect(self) -> None:
         """A request could not reach the engine: take no more until health says otherwise."""
         if self.engine is not None:
@@ -154,7 +171,7 @@ class Replica:
         # So the peak of ours since the last read counts as ours, and an engine that did
         # no work since then has no one else's requests either (external_load).
         try:
-            r = await self.client.get("/metrics", timeout=2.0)
+            r = await self.client.get("/metrics", timeout=self.health.timeout_s)
             r.raise_for_status()
             load = parse_engine_load(r.text)
             previous = self.load if self.load_at is not None else None
@@ -163,6 +180,8 @@ class Replica:
             self.load_at = time.monotonic()
             self.reachable = True
         except (httpx.HTTPError, ValueError):
+            if self.reachable and self.engine is None:
+                self.stalled()  # an engine run elsewhere: this poll is its health probe
             self.reachable = False
         finally:
             self._peak_since_poll = self.in_flight

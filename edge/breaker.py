@@ -2,7 +2,9 @@
 
 closed -> (``threshold`` failures in a row) -> open -> (``cooldown_s``) -> half-open:
 one trial request; success closes the breaker, failure opens it again. Transport
-failures and failures mid-stream count; a client that cancels does not.
+failures and failures mid-stream count; a client that cancels does not. A failed health
+probe opens it at once (``trip``): a frozen core would otherwise cost ``threshold`` users
+a deadline each.
 """
 
 from __future__ import annotations
@@ -57,3 +59,8 @@ class CircuitBreaker:
         self.failures += 1
         if self._state is State.HALF_OPEN or self.failures >= self.threshold:
             self._state, self.opened_at, self._trial_out = State.OPEN, self.clock(), False
+
+    def trip(self) -> None:
+        """Open now, whatever the count (the core failed its health probe)."""
+        self.failures = max(self.failures, self.threshold)
+        self._state, self.opened_at, self._trial_out = State.OPEN, self.clock(), False

@@ -153,13 +153,18 @@ class LocalModel:
     ) -> None:
         try:
             params = og.GeneratorParams(self.model)
+            extra = req.model_extra or {}  # vLLM's extensions the edge honours too
             options: dict[str, Any] = {
                 "max_length": gen.prompt_tokens + limit,
-                "repetition_penalty": self.repetition_penalty,
+                "repetition_penalty": float(
+                    extra.get("repetition_penalty") or self.repetition_penalty
+                ),
             }
             temperature = 1.0 if req.temperature is None else req.temperature
             if temperature > 0:
                 options.update(do_sample=True, temperature=temperature, top_p=req.top_p or 1.0)
+                if isinstance(extra.get("top_k"), int) and extra["top_k"] > 0:
+                    options["top_k"] = extra["top_k"]
             else:
                 options.update(do_sample=False)
             if req.seed is not None:

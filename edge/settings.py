@@ -54,13 +54,39 @@ class EdgeSettings(BaseSettings):
     core_max_connections: int = Field(default=4, ge=1)
     core_breaker_threshold: int = Field(default=3, ge=1)
     core_breaker_cooldown_s: float = Field(default=10.0, gt=0)
-    core_probe_interval_s: float = Field(default=5.0, gt=0)
+    core_probe_interval_s: float = Field(
+        default=1.0, gt=0, description="Health probe (/readyz) of every core, this often."
+    )
+    core_probe_timeout_s: float = Field(
+        default=2.0, gt=0, description="A probe not answered by then failed (a frozen core)."
+    )
+    core_probe_failures: int = Field(
+        default=1,
+        ge=1,
+        description="Failed probes in a row that take a core out of rotation (its breaker "
+        "opens, requests waiting on it for a first byte fail over or degrade at once).",
+    )
+    core_probe_successes: int = Field(
+        default=2, ge=1, description="Answered probes in a row that bring it back."
+    )
     sse_keepalive_s: float = Field(
         default=10.0, gt=0, description="Comment lines while a stream waits (long first token)."
     )
     core_connect_timeout_s: float = Field(default=3.0, gt=0)
-    core_first_byte_timeout_s: float = Field(default=120.0, gt=0)
-    core_idle_timeout_s: float = Field(default=60.0, gt=0)
+    core_first_byte_timeout_s: float = Field(
+        default=120.0, gt=0, description="Deadline for the core's response headers (base)."
+    )
+    core_first_byte_per_1k_chars_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="Added to the first-byte deadline per 1000 prompt characters (prefill).",
+    )
+    core_idle_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="A stream silent this long ends with an error event (the core sends "
+        "comments while its engine works, so only a stalled core stays silent).",
+    )
     core_unavailable_policy: Literal["edge", "503"] = Field(
         default="edge",
         description="Core down: answer with the edge model (x-edgecore-degraded) or 503.",

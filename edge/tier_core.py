@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from edge.answers import Meta, first_token, has_content, json_answer, observe, sse_answer
 from edge.cache_flow import CacheProbe, remember
-from edge.core_client import Upstream
+from edge.core_client import CoreStalled, Upstream
 from edge.state import EdgeServices
 from edge.tenants import Tenant
 from shared import completions, sse
@@ -108,10 +108,11 @@ async def _events(
 
     With ``keepalive_s``, yields ``(None, None)`` whenever the core has been silent that
     long (a long first token), so the relay can send a comment instead of going quiet.
-    Resets the stream if it is not read to the end.
+    Raises CoreStalled (an httpx error) past the idle deadline or when the core is found
+    frozen. Resets the stream if it is not read to the end.
     """
     decoder = sse.SSEDecoder()
-    chunks = with_keepalive(upstream.response.aiter_bytes(), keepalive_s)
+    chunks = with_keepalive(upstream.chunks(), keepalive_s)
     try:
         async with contextlib.aclosing(chunks):
             async for raw in chunks:
@@ -194,10 +195,11 @@ async def _relay(
             upstream.failed()
             yield sse.encode(completions.stream_error("the core ended the stream early"))
             yield sse.DONE
-    except httpx.HTTPError:
+    except httpx.HTTPError as exc:
         acc.error = True
         upstream.failed()
-        yield sse.encode(completions.stream_error("the core failed mid-stream"))
+        message = f"the core failed mid-stream ({exc})" if isinstance(exc, CoreStalled) else None
+        yield sse.encode(completions.stream_error(message or "the core failed mid-stream"))
         yield sse.DONE
     finally:
         if not (acc.done or acc.error):  # the client left: not the core's fault

@@ -37,6 +37,9 @@ BOTH = frozenset(
     }
 )  # fmt: skip
 
+# vLLM's sampling extensions the edge model honours too (onnxruntime-genai search options).
+EDGE_EXTENSIONS = frozenset({"repetition_penalty", "top_k"})
+
 # Honoured by the core (vLLM's OpenAI server) only.
 CORE_ONLY = {
     "logprobs": "is not supported by the edge model (no log probabilities)",
@@ -101,7 +104,22 @@ def _everywhere(body: Mapping[str, Any], *, core_multimodal: bool) -> Refusal | 
     return None
 
 
+def _bad_extension(body: Mapping[str, Any]) -> Refusal | None:
+    """A value of an extension the edge honours that it cannot take."""
+    penalty, top_k = body.get("repetition_penalty"), body.get("top_k")
+    if penalty is not None and (
+        isinstance(penalty, bool) or not isinstance(penalty, int | float) or not 0 < penalty <= 10
+    ):
+        return Refusal("repetition_penalty", "must be a number in (0, 10] for the edge model")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < -1):
+        return Refusal("top_k", "must be an integer >= -1 for the edge model")
+    return None
+
+
 def _edge(body: Mapping[str, Any]) -> Refusal | None:
+    bad = _bad_extension(body)
+    if bad is not None:
+        return bad
     part = non_text_part(body)
     if part is not None:
         return Refusal(f"messages[].content[].{part}", "is not supported by the edge model")
@@ -114,7 +132,7 @@ def _edge(body: Mapping[str, Any]) -> Refusal | None:
         if _set(value):
             return Refusal(name, reason)
     for name, value in body.items():
-        if name not in BOTH and name not in CORE_ONLY and _set(value):
+        if name not in BOTH | EDGE_EXTENSIONS and name not in CORE_ONLY and _set(value):
             # vLLM's own extensions (top_k, min_p, guided_json, ...): the core's, not ours.
             return Refusal(name, "is not an OpenAI parameter the edge model takes")
     return None
@@ -136,7 +154,9 @@ def non_text_part(body: Mapping[str, Any]) -> str | None:
 
 
 # /v1/completions: what the edge model takes besides BOTH's sampling parameters.
-_COMPLETION_BOTH = frozenset({"prompt", "echo", "logprobs", "best_of", "suffix"}) | BOTH
+_COMPLETION_BOTH = (
+    frozenset({"prompt", "echo", "logprobs", "best_of", "suffix"}) | BOTH | EDGE_EXTENSIONS
+)
 _COMPLETION_CORE_ONLY = {
     "echo": "is not supported by the edge model",
     "logprobs": "is not supported by the edge model (no log probabilities)",
@@ -156,10 +176,13 @@ def completion_refusals(body: Mapping[str, Any]) -> dict[Tier, Refusal]:
         no = Refusal("best_of", "is not supported: vLLM's V1 engine has no best_of")
         return {"edge": no, "core": no}
     prompt = body.get("prompt")
-    if not isinstance(prompt, str) and not (
-        isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str)
-    ):
-        return {"edge": Refusal("prompt", "must be one string for the edge model")}
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    if not isinstance(prompt, str) or not prompt:
+        return {"edge": Refusal("prompt", "must be one non-empty string for the edge model")}
+    bad = _bad_extension(body)
+    if bad is not None:
+        return {"edge": bad}
     for name, reason in _COMPLETION_CORE_ONLY.items():
         value = body.get(name)
         if name in ("presence_penalty", "frequency_penalty") and value == 0:
@@ -175,6 +198,7 @@ def completion_refusals(body: Mapping[str, Any]) -> dict[Tier, Refusal]:
 def table() -> list[tuple[str, str, str]]:
     """(parameter, edge model, core) rows: the published audit (docs and tests)."""
     rows = [(p, "honoured", "honoured") for p in sorted(BOTH - {"model", "messages"})]
+    rows += [(p, "honoured", "honoured (vLLM extension)") for p in sorted(EDGE_EXTENSIONS)]
     rows += [(p, "refused: " + r, "honoured (vLLM)") for p, r in CORE_ONLY.items()]
     rows += [(p, "refused", "refused: " + r) for p, r in NOWHERE.items()]
     return rows

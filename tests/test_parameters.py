@@ -51,7 +51,7 @@ def test_both_tiers_honour_the_sampling_parameters(fields: dict[str, Any]) -> No
         ("logit_bias", {"1": 5}),
         ("presence_penalty", 0.5),
         ("frequency_penalty", 1.0),
-        ("top_k", 5),  # a vLLM extension: the core's
+        ("min_p", 0.1),  # a vLLM extension the edge model lacks: the core's
     ],
 )
 def test_core_only_parameters_are_refused_by_the_edge_by_name(name: str, value: Any) -> None:
@@ -154,3 +154,13 @@ def test_the_docs_table_names_every_audited_parameter() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "openai-compatibility.md").read_text()
     missing = [name for name, _, _ in table() if f"`{name}`" not in doc]
     assert not missing, f"docs/openai-compatibility.md lacks {missing}"
+
+
+def test_the_edge_honours_vllms_repetition_penalty_and_top_k_when_well_formed() -> None:
+    assert refusals(body(repetition_penalty=1.1, top_k=20)) == {}
+    assert refusals(body(repetition_penalty="x"))["edge"].param == "repetition_penalty"
+    assert refusals(body(top_k=1.5))["edge"].param == "top_k"
+    assert completion_refusals({"prompt": "x", "repetition_penalty": 0})["edge"].param == (
+        "repetition_penalty"
+    )
+    assert completion_refusals({"prompt": ""})["edge"].param == "prompt"
