@@ -59,6 +59,12 @@ def setup(service: str, processors: list[SpanProcessor] | None = None) -> Tracer
         return None
     if _provider is not None:
         return _provider
+    return use(make_provider(service, processors))
+
+
+def make_provider(service: str, processors: list[SpanProcessor] | None = None) -> TracerProvider:
+    """A tracer provider whose spans go to ``processors``, and over OTLP only when an
+    endpoint is configured."""
     provider = TracerProvider(
         resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service)})
     )
@@ -70,7 +76,7 @@ def setup(service: str, processors: list[SpanProcessor] | None = None) -> Tracer
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         log.info("exporting traces over OTLP to %s", endpoint)
-    return use(provider)
+    return provider
 
 
 def flush() -> None:

@@ -23,16 +23,19 @@ import httpx
 import pytest
 from hypercorn.asyncio import serve
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+from prometheus_client import CollectorRegistry, generate_latest
 
 from bench.common import free_port
 from core.app import create_app as create_core
+from core.profiles import load_profile, profile_names
 from core.settings import CoreSettings, EngineConfig
 from edge.app import create_app as create_edge
 from edge.settings import EdgeSettings
 from shared import tracing
+from shared.prom import ScrapedCounter
 from shared.serve import hypercorn_config
 from tests.conftest import eventually, metric
 from tests.fake_core import WORDS, make_engine_app
@@ -225,6 +228,11 @@ def test_ttft_is_the_first_content_token_not_the_headers(stack: Stack) -> None:
     assert metric(stack.edge, "gen_ai_client_token_usage_count", labels) >= 2
     text = httpx.get(stack.edge + "/metrics").text
     assert 'gen_ai_operation_name="chat"' in text and f'gen_ai_response_model="{MODEL}"' in text
+    # The core: its own TTFT (engine's first bytes) and its tallies as counters.
+    assert metric(stack.core, ttft + "_count") >= 1
+    assert metric(stack.core, "gen_ai_server_request_duration_seconds_count") >= 2
+    assert metric(stack.core, "edgecore_core_admitted_total", 'priority="interactive"') >= 2
+    assert "# TYPE edgecore_core_admitted_total counter" in httpx.get(stack.core + "/metrics").text
 
 
 def test_access_log_one_json_line_per_request_without_prompts(stack: Stack) -> None:
@@ -260,3 +268,43 @@ def test_access_log_one_json_line_per_request_without_prompts(stack: Stack) -> N
     )
     # Prompts are never logged (log_prompts is off): not in any line, edge or core.
     assert not [line for line in stack.log.lines[before:] if SECRET in json.dumps(line)]
+
+
+# --- no stack needed ----------------------------------------------------------------------
+
+
+def test_scraped_counter_is_exposed_as_a_counter() -> None:
+    registry = CollectorRegistry()
+    labelled = ScrapedCounter("x_things", "Things.", ("kind",), registry=registry)
+    plain = ScrapedCounter("x_stops", "Stops.", registry=registry)
+    labelled.set(3, "a")
+    plain.set_function(lambda: 7)
+    text = generate_latest(registry).decode()
+    assert "# TYPE x_things_total counter" in text and 'x_things_total{kind="a"} 3.0' in text
+    assert "x_stops_total 7.0" in text
+    with pytest.raises(ValueError):
+        labelled.set(1)  # the label values are required
+
+
+def test_otlp_export_and_engine_traces_only_with_an_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    assert tracing.otlp_endpoint() is None
+
+    def exporters(provider: TracerProvider) -> list[Any]:
+        processors = provider._active_span_processor._span_processors
+        return [p for p in processors if isinstance(p, BatchSpanProcessor)]
+
+    assert not exporters(tracing.make_provider("edgecore-test"))
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    assert tracing.otlp_endpoint() == "http://127.0.0.1:9"
+    provider = tracing.make_provider("edgecore-test")
+    assert len(exporters(provider)) == 1
+    provider.shutdown()
+    # vLLM: --otlp-traces-endpoint only where one is configured (no profile sets one).
+    for name in profile_names():
+        assert "--otlp-traces-endpoint" not in load_profile(name).command()
+    argv = EngineConfig(otlp_traces_endpoint="grpc://collector:4317").command()
+    assert argv[argv.index("--otlp-traces-endpoint") + 1] == "grpc://collector:4317"
