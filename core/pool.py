@@ -192,7 +192,7 @@ class Pool:
         if config.name in self.by_name:
             raise ValueError(f"replica {config.name!r} exists")
         r = Replica(config, self.settings.home, self.settings.request_timeout_s, None,
-                    self._changed)  # fmt: skip
+                    self._changed, health=self.health)  # fmt: skip
         self.replicas.append(r)
         self.by_name[r.name] = r
         self._background(self._first_poll(r), f"poll-{r.name}")
