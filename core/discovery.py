@@ -76,12 +76,16 @@ class Discovery:
         members: Members,
         *,
         interval_s: float = 5.0,
+        timeout_s: float = 5.0,
         resolver: Resolver = resolve_dns,
     ) -> None:
         self.name = name
         self.template = template
         self.members = members
         self.interval_s = interval_s
+        # A lookup may hang (resolver timeouts x search domains); the app awaits the first
+        # one before serving, so each is bounded.
+        self.timeout_s = timeout_s
         self.resolver = resolver
         self.current: dict[str, str] = {}  # address -> replica name
         self.failures = 0
@@ -101,7 +105,11 @@ class Discovery:
     async def refresh(self) -> bool:
         """Resolve once and apply the difference; False (pool unchanged) if the lookup failed."""
         try:
-            answer = set(await self.resolver(self.name, self.template.engine.port))
+            answer = set(
+                await asyncio.wait_for(
+                    self.resolver(self.name, self.template.engine.port), self.timeout_s
+                )
+            )
         except (OSError, TimeoutError) as exc:  # socket.gaierror is an OSError
             self.failures += 1
             log.warning("engine discovery: %s did not resolve (%s); keeping %d replica(s)",
