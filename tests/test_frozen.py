@@ -8,6 +8,7 @@ The timing bounds are the issue's: a first request within 5 s, the next within 1
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -216,6 +217,59 @@ def test_frozen_engine_moves_requests_to_another_replica_then_503(log_dir: Path)
         core.stop()
         for e in engines:
             e.stop()
+
+
+@pytest.mark.slow
+def test_frozen_vllm_engine_gets_503_at_once_and_is_restarted_when_it_stays_frozen(
+    models_dir: Path, log_dir: Path
+) -> None:
+    import psutil
+
+    port, engine_port = free_port(), free_port()
+    env = service_env(
+        EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(engine_port),
+        EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
+        EDGECORE_CORE_ENGINE_WEDGED_RESTART_S="15",
+    )  # fmt: skip
+    core = start("core-frozen-engine", [sys.executable, "-m", "shared.cli", "core", "serve"],
+                 env, log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
+
+    def ask() -> httpx.Response:
+        return httpx.post(core.url + "/v1/chat/completions", json=HI, timeout=60)
+
+    def restarts() -> int:
+        n: int = httpx.get(core.url + "/readyz", timeout=10).json()["engine_restarts"]
+        return n
+
+    pgid = 0
+    try:
+        wait_ready(core, "/readyz", timeout=900)
+        assert ask().status_code == 200
+        engines = [p for p in psutil.Process(core.proc.pid).children()
+                   if "vllm.entrypoints" in " ".join(p.cmdline())]  # fmt: skip
+        assert len(engines) == 1
+        pgid = engines[0].pid  # its own process group: the API server and the engine core
+        os.killpg(pgid, signal.SIGSTOP)
+        first, took = timed(ask)
+        assert first.status_code == 503 and int(first.headers["retry-after"]) > 0
+        assert took < 5, took
+        print(f"vLLM frozen: first request {took:.2f}s (503)")
+        second, took = timed(ask)
+        assert second.status_code == 503 and took < 1, took
+        print(f"vLLM frozen: next request {took:.2f}s (503)")
+        os.killpg(pgid, signal.SIGCONT)  # thawed before the wedge deadline: the same engine
+        t = time.monotonic()
+        assert eventually(lambda: ask().status_code == 200, 20)
+        print(f"vLLM thawed: answering again after {time.monotonic() - t:.1f}s")
+        assert restarts() == 0
+        os.killpg(pgid, signal.SIGSTOP)  # frozen for good: killed and restarted
+        assert eventually(lambda: restarts() >= 1, 60)
+        assert eventually(lambda: ask().status_code == 200, 600)
+    finally:
+        if pgid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGCONT)
+        core.stop()
 
 
 # --- the edge's cores --------------------------------------------------------------------
