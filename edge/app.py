@@ -229,7 +229,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             local,
             keys,
             Limiter(redis),
-            load_matcher(settings),
+            load_matcher(settings, metrics),
         )
         app.state.edge = svc
         app.state.openapi = openapi(

@@ -6,7 +6,9 @@ embedding text, the shipped verifier and the configured match policy (``delta``,
 without partitions (every pair shares one) and without exploration. Reports precision,
 recall, false-hit rate (false hits / negatives) and F1 of that decision, its latency per
 pair (embedding of ``text_b`` included), and the precision/recall of plain cosine
-thresholds on the same pairs, the baseline a fixed-threshold cache would get.
+thresholds on the same pairs, the baseline a fixed-threshold cache would get. Every false
+hit (a pair labelled different that the decision serves) is kept with its scores, and
+``--show-false-hits`` lists them: what the cache would lie about.
 """
 
 from __future__ import annotations
@@ -87,14 +89,21 @@ def evaluate(
     cosine = np.zeros(len(pairs), dtype=np.float32)
     verifier = np.zeros(len(pairs), dtype=np.float32)
     elapsed = np.zeros(len(pairs))
+    false_hits: list[dict[str, Any]] = []
     t_all = time.perf_counter()
-    for i, (a, b, _) in enumerate(pairs):
+    for i, (a, b, label) in enumerate(pairs):
         t = time.perf_counter()
         vb = embedder.embed([embed_text(b)])[0]
         cos = float(np.dot(vec_a[i], vb))
         match = matcher.decide(vb, b, [Candidate("a", cos, a, vec_a[i])])
         elapsed[i] = time.perf_counter() - t
         served[i], cosine[i], verifier[i] = match.serve, cos, match.score
+        if match.serve and label == 0:
+            false_hits.append(
+                {"line": i + 1, "cached": a, "asked": b, "cosine": round(cos, 4),
+                 "verifier_score": round(match.score, 4),
+                 "confidence": round(match.confidence, 4), "reason": match.reason}
+            )  # fmt: skip
         if (i + 1) % 2000 == 0:
             rate = (i + 1) / (time.perf_counter() - t_all)
             print(f"  {i + 1}/{len(pairs)} pairs ({rate:.0f}/s)", file=sys.stderr, flush=True)
@@ -114,6 +123,7 @@ def evaluate(
             "p99_ms": round(float(np.percentile(elapsed, 99)) * 1000, 3),
         },
         "cosine": curve(cosine, labels, COSINE_THRESHOLDS),
+        "false_hits": false_hits,
     }
     if matcher.verifier is not None:
         grid = [round(i / 100, 2) for i in range(1, 100)]
@@ -131,7 +141,7 @@ def run(
     return result
 
 
-def report(result: dict[str, Any]) -> str:
+def report(result: dict[str, Any], *, show_false_hits: bool = False) -> str:
     d = result["decision"]
     lines = [
         f"{result['rows']} pairs, {result['positives']} same-question; policy {result['policy']}",
@@ -148,4 +158,19 @@ def report(result: dict[str, Any]) -> str:
     lines.append(
         f"decision latency p50 {d['p50_ms']} ms, p99 {d['p99_ms']} ms (embedding included)"
     )
+    if show_false_hits:
+        lines.extend(false_hit_lines(result.get("false_hits", [])))
     return "\n".join(lines)
+
+
+def false_hit_lines(false_hits: list[dict[str, Any]]) -> list[str]:
+    """Each pair labelled different that the decision serves, with its scores."""
+    lines = [f"{len(false_hits)} false hits (labelled different, served):"]
+    for h in false_hits:
+        lines.append(
+            f"  line {h['line']}: cosine {h['cosine']:.4f}  verifier {h['verifier_score']:.4f}  "
+            f"confidence {h['confidence']:.4f}  reason {h['reason']}"
+        )
+        lines.append(f"    cached: {h['cached']!r}")
+        lines.append(f"    asked:  {h['asked']!r}")
+    return lines

@@ -4,7 +4,13 @@ Redis returns the nearest entries inside the request's hard partition; this modu
 
 1. Below ``floor`` cosine a neighbour is not even a candidate (no verifier run).
 2. The same question, word for word, is served.
-3. Otherwise the pairwise verifier scores each candidate (its MLP, then the cross-encoder
+3. Without a verifier (none was prepared: its training data was absent) nothing else is
+   served, unless the operator opted in to a plain cosine threshold (``min_similarity``).
+4. A candidate whose question asks the opposite of the new one (``contrast_by``: a swapped
+   direction or argument order, an antonym, a negation, another number, unit or name, an
+   added condition) is never served, whatever its cosine or score: such pairs embed at
+   0.95-0.99 and QQP, the verifier's training data, rarely shows them.
+5. Otherwise the pairwise verifier scores each candidate (its MLP, then the cross-encoder
    on what the MLP did not rule out); the best one is served when the entry's estimated
    precision at that score is at least ``1 - delta``.
 
@@ -28,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edge.metrics import EdgeMetrics
+from edge.pair_checks import contrast_by
 from edge.settings import EdgeSettings
 from edge.verifier import ARTIFACT, Verifier, pair_features
 
@@ -50,7 +58,10 @@ class MatchPolicy:
     delta: float = 0.1
     prior_strength: float = 20.0
     explore_rate: float = 0.05
-    min_similarity: float = 0.95  # cosine threshold when no verifier is installed
+    # Without a verifier: None serves exact repeats only; a number serves neighbours at
+    # least this close by cosine alone (opposites embed at 0.95-0.99: an operator's risk).
+    min_similarity: float | None = None
+    contrast: bool = True  # veto opposite-meaning candidates (off only to measure it)
 
 
 @dataclass(frozen=True)
@@ -59,7 +70,10 @@ class Match:
     score: float
     confidence: float
     serve: bool
-    reason: str  # none | below_floor | exact | verified | rejected | explore | cosine
+    # none | below_floor | exact | verified | rejected | explore | cosine | contrast |
+    # exact_only (no verifier: semantic matching off)
+    reason: str
+    contrast: str | None = None  # with reason "contrast": which (pair_checks.CONTRASTS)
 
 
 NO_MATCH = Match(None, 0.0, 0.0, False, "none")
@@ -89,10 +103,16 @@ class Matcher:
         return self.verifier is not None and self.verifier.cross is not None
 
     @property
+    def semantic(self) -> bool:
+        """Whether anything but a word-for-word repeat may be served."""
+        return self.verifier is not None or self.policy.min_similarity is not None
+
+    @property
     def threshold(self) -> float:
-        """Verifier score above which a fresh entry is served (from ``delta``)."""
+        """Verifier score above which a fresh entry is served (from ``delta``); over 1 when
+        only exact repeats are served."""
         if self.verifier is None:
-            return self.policy.min_similarity
+            return 1.01 if self.policy.min_similarity is None else self.policy.min_similarity
         return self.verifier.calibration.threshold(self.policy.delta)
 
     def decide(
@@ -113,7 +133,17 @@ class Matcher:
         if not live:
             best = max(candidates, key=lambda c: c.cosine, default=None)
             return Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
+        if not self.semantic:
+            best = max(live, key=lambda c: c.cosine)
+            return Match(best, 0.0, 0.0, False, "exact_only")
+        # Every candidate, whatever its cosine or score.
+        told = [contrast_by(c.prompt, text) if p.contrast else None for c in live]
+        if all(told):
+            i = max(range(len(live)), key=lambda j: live[j].cosine)
+            return Match(live[i], 0.0, 0.0, False, "contrast", told[i])
+        live = [c for c, why in zip(live, told, strict=True) if why is None]
         if self.verifier is None:
+            assert p.min_similarity is not None  # self.semantic
             best = max(live, key=lambda c: c.cosine)
             ok = best.cosine >= p.min_similarity
             return Match(best, best.cosine, best.cosine, ok, "cosine" if ok else "rejected")
@@ -135,24 +165,35 @@ class Matcher:
         return Match(best, score, conf, True, "verified")
 
 
-def load_matcher(settings: EdgeSettings) -> Matcher:
-    """The configured policy, with the prepared verifier when there is one."""
+def _without_verifier(settings: EdgeSettings) -> str:
+    if settings.cache_min_similarity is None:
+        return (
+            "SEMANTIC CACHE OFF: only word-for-word repeats are served "
+            "(run `edgecore models prepare` with the cache training data to enable it)"
+        )
+    return (
+        f"cache hits need cosine >= {settings.cache_min_similarity:.2f} alone "
+        "(CACHE_MIN_SIMILARITY): opposite questions embed that close, some will be served"
+    )
+
+
+def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> Matcher:
+    """The configured policy, with the prepared verifier when there is one.
+
+    Without one (``edgecore models prepare`` found no training data) the cache serves
+    word-for-word repeats only, and says so loudly, in the log and in the
+    ``edgecore_cache_semantic_enabled`` gauge: cosine alone serves opposites.
+    """
     verifier: Verifier | None = None
     if (settings.verifier_dir() / ARTIFACT).exists():
         try:
             cross = settings.cross_encoder_dir() if settings.cache_cross_encoder else None
             verifier = Verifier.load(settings.verifier_dir(), cross)
         except Exception as exc:  # never serve on a verifier (or calibration) we cannot trust
-            log.error(
-                "cache verifier unusable (%s): cache hits need cosine >= %.2f",
-                exc,
-                settings.cache_min_similarity,
-            )
+            log.error("cache verifier unusable (%s): %s", exc, _without_verifier(settings))
     else:
         log.warning(
-            "no cache verifier in %s: cache hits need cosine >= %.2f",
-            settings.verifier_dir(),
-            settings.cache_min_similarity,
+            "no cache verifier in %s: %s", settings.verifier_dir(), _without_verifier(settings)
         )
     policy = MatchPolicy(
         floor=settings.cache_candidate_floor,
@@ -161,4 +202,7 @@ def load_matcher(settings: EdgeSettings) -> Matcher:
         explore_rate=settings.cache_explore_rate,
         min_similarity=settings.cache_min_similarity,
     )
-    return Matcher(verifier, policy)
+    matcher = Matcher(verifier, policy)
+    if metrics is not None:
+        metrics.cache_semantic_enabled.set(int(matcher.semantic and settings.cache_enabled))
+    return matcher

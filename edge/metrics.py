@@ -53,6 +53,7 @@ class EdgeMetrics:
     cache_lookup_seconds: Histogram
     cache_match: Counter
     cache_feedback: Counter
+    cache_semantic_enabled: Gauge
     embed_seconds: Histogram
     route: Counter
     route_score: Histogram
@@ -135,9 +136,15 @@ class EdgeMetrics:
             ),
             cache_match=Counter(
                 "edgecore_cache_match_decisions",
-                "Match decisions: exact, verified, cosine (served); rejected, below_floor, "
-                "explore, none (not served).",
+                "Match decisions: exact, verified, cosine (served); rejected, contrast, "
+                "below_floor, explore, exact_only, none (not served).",
                 ["reason"], registry=r,
+            ),
+            cache_semantic_enabled=Gauge(
+                "edgecore_cache_semantic_enabled",
+                "1: the cache serves verified near-repeats; 0: word-for-word repeats only "
+                "(no verifier was prepared, or the cache is off).",
+                registry=r,
             ),
             cache_feedback=Counter(
                 "edgecore_cache_feedback",

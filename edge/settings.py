@@ -103,8 +103,12 @@ class EdgeSettings(BaseSettings):
         default_factory=list,
         description="SHA-256 hashes (sha256:...) of keys for /admin/*; empty: admin API off.",
     )
-    cache_min_similarity: float = Field(
-        default=0.95, ge=0.0, le=1.0, description="Cosine threshold only when no verifier."
+    cache_min_similarity: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Only when no verifier was prepared: serve neighbours this close by cosine "
+        "alone (opposite questions embed at 0.95-0.99); unset: exact repeats only.",
     )
     cache_top_k: int = Field(
         default=1, ge=1, le=64, description="Neighbours verified (more: slower lookups)."

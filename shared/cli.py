@@ -71,7 +71,7 @@ def cmd_eval_cache(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(report(result))
+    print(report(result, show_false_hits=args.show_false_hits))
     if args.json:
         print(f"wrote {args.json}")
     return 0
@@ -234,6 +234,11 @@ def parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="stack the cross-encoder on the MLP verifier (default: settings)",
+    )
+    ec.add_argument(
+        "--show-false-hits",
+        action="store_true",
+        help="list each pair labelled different that the cache would serve, with its scores",
     )
     ec.set_defaults(func=cmd_eval_cache)
 

@@ -102,15 +102,22 @@ def test_a_negation_is_not_served_and_the_verifier_decided(
     edge: str, keys: Keys, trained_verifier: Path
 ) -> None:
     t = tag()
+    told = metric(edge, "edgecore_cache_match_decisions_total", 'reason="contrast"')
     rejected = metric(edge, "edgecore_cache_match_decisions_total", 'reason="rejected"')
     scored = metric(edge, "edgecore_cache_verifier_score_count", 'decision="rejected"')
     feedback = sum(
         metric(edge, "edgecore_cache_feedback_total", f'agreed="{a}"') for a in ("true", "false")
     )
+    assert metric(edge, "edgecore_cache_semantic_enabled") == 1.0
     cached(edge, keys.alpha, user(f"Is it safe to drink tap water in {t}? Answer yes or no."))
+    # The opposite question (cosine 0.99) is told apart before any score (issue 24).
     negation = f"Is it not safe to drink tap water in {t}? Answer yes or no."
     negated = ask(edge, keys.alpha, user(negation))
     assert negated.headers["x-edgecore-tier"] == "edge"
+    assert metric(edge, "edgecore_cache_match_decisions_total", 'reason="contrast"') > told
+    # One that asks more than the cached one (cosine 0.94) is the verifier's to reject.
+    more = f"Is it safe to drink tap water in {t}, and how clean is it? Answer yes or no."
+    assert ask(edge, keys.alpha, user(more)).headers["x-edgecore-tier"] == "edge"
     assert metric(edge, "edgecore_cache_match_decisions_total", 'reason="rejected"') > rejected
     assert metric(edge, "edgecore_cache_verifier_score_count", 'decision="rejected"') > scored
 

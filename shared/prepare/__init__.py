@@ -130,11 +130,12 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
                     VERIFIER: (
                         "verifier_train",
                         cache_data(),
-                        "matches cache entries by cosine alone",
+                        "serves word-for-word cache repeats only",
                     ),
                 }[name]
-                if not data.exists():
-                    print(f"{prefix}: skipped, no training data at {data} (the edge {without})")
+                needed = data / "qqp_pairs.jsonl" if name == VERIFIER else data
+                if not needed.exists():
+                    print(f"{prefix}: skipped, no training data at {needed} (the edge {without})")
                     continue
                 _run([sys.executable, "-m", f"shared.prepare.{module}", str(data), str(models)])
         except subprocess.CalledProcessError as exc:

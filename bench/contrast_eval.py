@@ -1,0 +1,212 @@
+"""Contrast pairs: does the cache serve the answer to the opposite question?
+
+    .venv/bin/python -m bench.contrast_eval [--limit N] [--data DIR]
+
+Runs the shipped decision (``edge.cache_match.load_matcher`` with the default settings: the
+MLP verifier, ``CACHE_FALSE_HIT_BUDGET``, ``CACHE_CANDIDATE_FLOOR``) as if ``text_a`` were
+cached and ``text_b`` asked, with the contrast veto (``edge.pair_checks.contrast_by``) and
+without it, on:
+
+* ``tests/data/contrast_dev.jsonl``, the public contrast dev set (written for edgecore, in
+  no training data): opposite-meaning pairs by kind (swapped direction or order, antonyms,
+  negation, numbers, units, names, added conditions) and true paraphrases (contractions,
+  synonyms, rewordings, reordered clauses). Targets: 0 opposites served, paraphrase recall
+  at least 0.50. The contrast rules were written alongside this set, so it shows what they
+  catch, not how they generalise;
+* the QQP test split of ``../shared/data/cache`` (skipped when absent): precision and recall
+  of the default decision before and after the veto;
+* the GPTCache paraphrase mock (all paraphrases): recall before and after.
+
+Prints a table and writes ``bench/results/contrast_eval.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.cache_quality import DATA, scored
+from bench.common import progress, save
+from edge.cache_eval import load_pairs, rates
+from edge.cache_match import Candidate, Matcher, load_matcher
+from edge.embedder import Embedder
+from edge.settings import EdgeSettings
+from shared.prepare.pair_split import split
+
+DEV = Path(__file__).resolve().parents[1] / "tests" / "data" / "contrast_dev.jsonl"
+
+
+def load_dev(path: Path) -> list[dict[str, Any]]:
+    with path.open() as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def decide_all(
+    pairs: list[tuple[str, str, int]], va: np.ndarray, vb: np.ndarray, matcher: Matcher
+) -> tuple[np.ndarray, list[str]]:
+    """Served per pair, and the decision's reason (with the contrast kind)."""
+    served = np.zeros(len(pairs), dtype=bool)
+    reasons = []
+    for i, (a, b, _) in enumerate(pairs):
+        m = matcher.decide(vb[i], b, [Candidate("a", float(va[i] @ vb[i]), a, va[i])])
+        served[i] = m.serve
+        reasons.append(f"contrast:{m.contrast}" if m.contrast else m.reason)
+    return served, reasons
+
+
+def variants(matcher: Matcher) -> dict[str, Matcher]:
+    return {
+        "before": Matcher(matcher.verifier, replace(matcher.policy, contrast=False)),
+        "after": matcher,
+    }
+
+
+def dev_set(rows: list[dict[str, Any]], embedder: Embedder, matcher: Matcher) -> dict[str, Any]:
+    pairs = [(str(r["text_a"]), str(r["text_b"]), int(r["label"])) for r in rows]
+    progress(f"contrast dev: {len(pairs)} pairs ...")
+    va, vb, labels = scored(pairs, embedder)
+    cosine = np.einsum("ij,ij->i", va, vb)
+    out: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum())}
+    for name, m in variants(matcher).items():
+        served, reasons = decide_all(pairs, va, vb, m)
+        kinds: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "served": 0})
+        for r, s in zip(rows, served, strict=True):
+            k = kinds[f"{'paraphrase' if r['label'] else 'opposite'}/{r['kind']}"]
+            k["pairs"] += 1
+            k["served"] += int(s)
+        opposite = labels == 0
+        out[name] = {
+            "opposites_served": int((served & opposite).sum()),
+            "paraphrase_recall": round(float(served[~opposite].mean()), 4),
+            "by_kind": dict(sorted(kinds.items())),
+            "served_opposites": [
+                {
+                    "kind": r["kind"],
+                    "cached": r["text_a"],
+                    "asked": r["text_b"],
+                    "cosine": round(float(c), 4),
+                    "reason": why,
+                }
+                for r, s, c, why in zip(rows, served, cosine, reasons, strict=True)
+                if s and not r["label"]
+            ],
+            "missed_paraphrases": [
+                {
+                    "kind": r["kind"],
+                    "cached": r["text_a"],
+                    "asked": r["text_b"],
+                    "cosine": round(float(c), 4),
+                    "reason": why,
+                }
+                for r, s, c, why in zip(rows, served, cosine, reasons, strict=True)
+                if not s and r["label"]
+            ],
+        }
+    out["cosine"] = {
+        "opposites_median": round(float(np.median(cosine[labels == 0])), 4),
+        "opposites_at_least_0.95": int(((cosine >= 0.95) & (labels == 0)).sum()),
+        "paraphrases_median": round(float(np.median(cosine[labels == 1])), 4),
+    }
+    return out
+
+
+def pair_set(
+    name: str, pairs: list[tuple[str, str, int]], embedder: Embedder, matcher: Matcher
+) -> dict[str, Any]:
+    progress(f"{name}: {len(pairs)} pairs ...")
+    va, vb, labels = scored(pairs, embedder)
+    out: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum())}
+    for variant, m in variants(matcher).items():
+        served, reasons = decide_all(pairs, va, vb, m)
+        vetoed: dict[str, int] = defaultdict(int)
+        for why, label in zip(reasons, labels, strict=True):
+            if why.startswith("contrast:"):
+                vetoed[f"{why} label={label}"] += 1
+        out[variant] = {**rates(served, labels), "contrast_vetoes": dict(sorted(vetoed.items()))}
+    return out
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = []
+    dev = results.get("dev")
+    if dev:
+        lines.append(f"contrast dev set: {dev['rows']} pairs, {dev['positives']} paraphrases")
+        lines.append(f"  {'kind':<26}{'pairs':>6}{'served before':>15}{'served after':>14}")
+        for kind, k in dev["after"]["by_kind"].items():
+            before = dev["before"]["by_kind"][kind]["served"]
+            lines.append(f"  {kind:<26}{k['pairs']:>6}{before:>15}{k['served']:>14}")
+        for v in ("before", "after"):
+            d = dev[v]
+            lines.append(
+                f"  {v}: opposites served {d['opposites_served']} (target 0), "
+                f"paraphrase recall {d['paraphrase_recall']:.3f} (target >= 0.50)"
+            )
+    for name in ("qqp-test", "gptcache-paraphrases"):
+        r = results.get(name)
+        if not r:
+            continue
+        lines.append(f"{name}: {r['rows']} pairs, {r['positives']} same-question")
+        for v in ("before", "after"):
+            d = r[v]
+            lines.append(
+                f"  {v:<8} precision {d['precision']:.3f} recall {d['recall']:.3f} "
+                f"hits {d['hits']} false hits {d['false_hits']}"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dev", type=Path, default=DEV)
+    parser.add_argument("--data", type=Path, default=DATA, help="../shared/data/cache")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="pairs per QQP/GPTCache set (0: dev set only)"
+    )
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    settings = EdgeSettings()
+    embedder = Embedder(settings.embed_model_dir(), threads=2)
+    matcher = load_matcher(settings)
+    if matcher.verifier is None:
+        progress("no verifier prepared: the decision serves exact repeats only")
+    results: dict[str, Any] = {
+        "verifier": matcher.verifier.meta if matcher.verifier else None,
+        "policy": {
+            "false_hit_budget": matcher.policy.delta,
+            "candidate_floor": matcher.policy.floor,
+            "cross_encoder": matcher.blocking,
+        },
+        "dev": dev_set(load_dev(args.dev), embedder, matcher),
+    }
+    qqp = args.data / "qqp_pairs.jsonl"
+    if args.limit == 0:
+        progress("--limit 0: the dev set only")
+    elif qqp.exists():
+        test = [p for p in load_pairs(qqp) if split(p[0], p[1]) == "test"][: args.limit]
+        results["qqp-test"] = pair_set("qqp-test", test, embedder, matcher)
+    else:
+        progress(f"no QQP pairs at {qqp}: skipped")
+    mock = args.data / "paraphrases_gptcache_mock.jsonl"
+    if args.limit == 0:
+        pass
+    elif mock.exists():
+        results["gptcache-paraphrases"] = pair_set(
+            "gptcache-paraphrases", load_pairs(mock, args.limit), embedder, matcher
+        )
+    else:
+        progress(f"no GPTCache paraphrases at {mock}: skipped")
+    path = save("contrast_eval", results, args.out)
+    print(table(results))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""Opposite questions that embed alike (issue 24): told apart, never served; paraphrases served.
+
+The rules (``edge.pair_checks.contrast_by``) are pure; through the real decision they run
+with the shipped models (``Matcher.decide`` from ``load_matcher``), as the edge runs them.
+``tests/data/contrast_dev.jsonl`` is the public contrast dev set (``bench.contrast_eval``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge.cache_match import Candidate, Matcher, MatchPolicy, load_matcher
+from edge.embedder import Embedder
+from edge.metrics import EdgeMetrics
+from edge.pair_checks import CONTRASTS, contrast_by
+from edge.settings import EdgeSettings
+
+DEV = Path(__file__).parent / "data" / "contrast_dev.jsonl"
+
+
+def _table(text: str) -> list[tuple[str, str, str]]:
+    """Lines "kind | cached | asked"."""
+    rows = [tuple(part.strip() for part in line.split(" | ")) for line in text.strip().splitlines()]
+    return [(k, a, b) for k, a, b in rows]
+
+
+# (kind, cached, asked): the asked question means something else.
+OPPOSITES = _table("""
+direction | How do I convert Celsius to Fahrenheit? | How do I convert Fahrenheit to Celsius?
+direction | How to convert a PDF to Word? | How to convert a Word document to PDF?
+direction | How do I send money from the UK to India? | How do I send money from India to the UK?
+order | Is Python faster than Java? | Is Java faster than Python?
+order | Does stress cause insomnia? | Does insomnia cause stress?
+order | Can a cat outrun a dog? | Can a dog outrun a cat?
+antonym | Is it safe to eat raw cookie dough? | Is it unsafe to eat raw cookie dough?
+antonym | Is coffee good for your heart? | Is coffee bad for your heart?
+antonym | How do I turn on dark mode in Windows 11? | How do I turn off dark mode in Windows 11?
+antonym | How do I enable two-factor authentication? | How do I disable two-factor authentication?
+antonym | How can I increase my credit score? | How can I decrease my credit score?
+antonym | What are the rules to import goods? | What are the rules to export goods?
+antonym | Why is my upload speed so slow? | Why is my download speed so slow?
+antonym | How do I encrypt a file with GPG? | How do I decrypt a file with GPG?
+antonym | Should I take ibuprofen before eating? | Should I take ibuprofen after eating?
+antonym | What is the minimum wage in Ohio? | What is the maximum wage in Ohio?
+antonym | Is it a good time to buy gold? | Is it a good time to sell gold?
+antonym | How do I sort a list in ascending order? | How do I sort a list in descending order?
+negation | Which fruits are safe for dogs? | Which fruits are not safe for dogs?
+negation | Why is my car battery charging? | Why is my car battery not charging?
+negation | What happens if I pay my bill on time? | What happens if I don't pay my bill on time?
+number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
+number | How many calories are in 2 eggs? | How many calories are in three eggs?
+unit | How many grams are in a cup of sugar? | How many ounces are in a cup of sugar?
+unit | How much is 10 dollars in yen? | How much is 10 euros in yen?
+entity | How do I install Python on ubuntu? | How do I install Python on windows?
+entity | Do I need a visa to visit Japan? | Do I need a visa to visit China?
+condition | How do I reset my router? | How do I reset my router if I forgot the password?
+condition | How do I make bread? | How do I make bread without yeast?
+condition | Should I exercise every day? | Should I exercise every day when I have a cold?
+""")
+
+# (kind, cached, asked): the same question; the shipped decision serves each of these.
+PARAPHRASES = _table("""
+contraction | What is the best way to learn Spanish? | What's the best way to learn Spanish?
+contraction | Where's the best place to buy a used car? | Where is the best place to buy a used car?
+synonym | How do I fix a leaking faucet? | How do I repair a leaking faucet?
+synonym | How can I buy Bitcoin safely? | How can I purchase Bitcoin safely?
+reorder | Do I need a visa when traveling to Japan? | When traveling to Japan, do I need a visa?
+reorder | In Python, how do I read a file by line? | How do I read a file by line in Python?
+reorder | Is Bluetooth 5.0 compatible with 4.2? | Is Bluetooth 4.2 compatible with 5.0?
+reword | How do I copy photos from iPhone to Mac? | How can I copy photos from iPhone to Mac?
+""")
+
+# Paraphrases the rules must leave alone (the verifier may still decline some).
+NOT_CONTRASTS = [
+    ("Why doesn't my printer connect?", "Why does my printer not connect?"),
+    ("I can't log in to my bank app", "I cannot log in to my bank app"),
+    ("How do I turn on dark mode?", "How do I enable dark mode?"),
+    ("How do I switch off notifications?", "How do I turn off notifications?"),
+    ("How can I lower my electricity bill?", "How can I reduce my electricity bill?"),
+    ("Should I use tabs or spaces?", "Should I use spaces or tabs?"),
+    ("Is Python slower compared to Java?", "Is Java slower compared to Python?"),
+    ("What is 15% of 80?", "What's 15 percent of 80?"),
+    ("How long does it take to boil an egg?", "How many minutes does it take to boil an egg?"),
+    ("Is Mars bigger or smaller than Earth?", "Is Mars larger than Earth?"),
+    ("How can one be a good listener?", "How to become a good listener?"),
+    ("How can I tell if my wife is lying?", "How can I tell whether my wife is lying?"),
+    ("When should I plant tomatoes?", "When is the right time to plant tomatoes?"),
+    ("Is coffee healthy or not?", "Is coffee healthy?"),
+    ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
+]
+
+
+@pytest.mark.parametrize(("kind", "cached", "asked"), OPPOSITES)
+def test_an_opposite_question_is_told_apart_with_its_kind(
+    kind: str, cached: str, asked: str
+) -> None:
+    assert contrast_by(cached, asked) == kind
+    assert contrast_by(asked, cached) is not None  # symmetric: neither answers the other
+
+
+@pytest.mark.parametrize(("cached", "asked"), NOT_CONTRASTS + [p[1:] for p in PARAPHRASES])
+def test_a_paraphrase_is_no_contrast(cached: str, asked: str) -> None:
+    assert contrast_by(cached, asked) is None
+    assert contrast_by(asked, cached) is None
+
+
+def test_the_dev_set_is_large_enough_and_told_apart() -> None:
+    rows = [json.loads(line) for line in DEV.read_text().splitlines() if line.strip()]
+    opposite = [r for r in rows if r["label"] == 0]
+    same = [r for r in rows if r["label"] == 1]
+    assert len(opposite) >= 150 and len(same) >= 100
+    assert {r["kind"] for r in opposite} == set(CONTRASTS)
+    assert len({(r["text_a"], r["text_b"]) for r in rows}) == len(rows)
+    # Every opposite is told apart; few paraphrases are (the rules were written with this
+    # set at hand: ``bench.contrast_eval`` reports it as such, not as a generalisation).
+    assert [r for r in opposite if contrast_by(r["text_a"], r["text_b"]) is None] == []
+    flagged = [r for r in same if contrast_by(r["text_a"], r["text_b"]) is not None]
+    assert len(flagged) <= len(same) // 20, flagged
+
+
+def test_every_candidate_is_checked_whatever_its_score() -> None:
+    # A verifier that would serve anything above the floor: the contrast still decides.
+    m = Matcher(None, MatchPolicy(min_similarity=0.0, floor=0.5))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    opposite = Candidate("o", 0.999, "Is Python faster than Java?", q)
+    same = Candidate("s", 0.96, "Is Python quicker than Java?", q)
+    match = m.decide(q, "Is Java faster than Python?", [opposite])
+    assert (match.serve, match.reason, match.contrast) == (False, "contrast", "order")
+    # The opposite is skipped, the paraphrase behind it served.
+    match = m.decide(q, "Is Python faster than Java?", [opposite, same])
+    assert match.reason == "exact"  # word for word: the words decide
+    match = m.decide(q, "Is Python speedier than Java?", [same])
+    assert match.serve and match.candidate is same
+    assert (
+        Matcher(None, MatchPolicy(min_similarity=0.0, contrast=False))
+        .decide(q, "Is Java faster than Python?", [opposite])
+        .serve
+    )  # what the veto prevents
+
+
+@pytest.fixture(scope="module")
+def shipped(models_dir: Path, trained_verifier: Path) -> tuple[Embedder, Matcher]:
+    """The edge's own embedder and default decision (MLP verifier, default budget)."""
+    settings = EdgeSettings(models_dir=models_dir)
+    return Embedder(settings.embed_model_dir()), load_matcher(settings)
+
+
+def _decide(shipped: tuple[Embedder, Matcher], cached: str, asked: str):  # type: ignore[no-untyped-def]
+    emb, matcher = shipped
+    a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
+    return float(a @ b), matcher.decide(b, asked, [Candidate("e", float(a @ b), cached, a)])
+
+
+@pytest.mark.parametrize(("kind", "cached", "asked"), OPPOSITES)
+def test_the_shipped_decision_does_not_serve_an_opposite(
+    shipped: tuple[Embedder, Matcher], kind: str, cached: str, asked: str
+) -> None:
+    cosine, match = _decide(shipped, cached, asked)
+    assert not match.serve, (cosine, match)
+    if cosine >= shipped[1].policy.floor:  # a candidate: told apart, with the reason
+        assert (match.reason, match.contrast) == ("contrast", kind)
+
+
+@pytest.mark.parametrize(("kind", "cached", "asked"), PARAPHRASES)
+def test_the_shipped_decision_serves_a_paraphrase(
+    shipped: tuple[Embedder, Matcher], kind: str, cached: str, asked: str
+) -> None:
+    cosine, match = _decide(shipped, cached, asked)
+    assert match.serve and match.reason == "verified", (kind, cosine, match)
+
+
+def test_without_a_verifier_only_exact_repeats_are_served(
+    tmp_path: Path, models_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What a user without ../shared gets: `models prepare` skipped the verifier.
+    settings = EdgeSettings(models_dir=tmp_path)
+    metrics = EdgeMetrics.create()
+    with caplog.at_level(logging.WARNING, logger="edgecore.edge.cache"):
+        matcher = load_matcher(settings, metrics)
+    assert matcher.verifier is None and not matcher.semantic
+    assert "SEMANTIC CACHE OFF" in caplog.text
+    gauge = metrics.registry.get_sample_value("edgecore_cache_semantic_enabled")
+    assert gauge == 0.0
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    near = Candidate("e", 0.99, "How do I reset my password?", q)
+    assert matcher.decide(q, "how do i reset my password?", [near]).reason == "exact"
+    match = matcher.decide(q, "How can I reset my password?", [near])
+    assert (match.serve, match.reason) == (False, "exact_only")
+    assert matcher.threshold > 1.0
+    # An operator may opt in to cosine alone; contrasts are still told apart.
+    cosine = load_matcher(settings.model_copy(update={"cache_min_similarity": 0.95}), metrics)
+    assert cosine.semantic
+    assert metrics.registry.get_sample_value("edgecore_cache_semantic_enabled") == 1.0
+    assert cosine.decide(q, "How can I reset my password?", [near]).reason == "cosine"
+    told = cosine.decide(q, "How do I not reset my password?", [near])
+    assert (told.serve, told.reason, told.contrast) == (False, "contrast", "negation")
+
+
+def test_prepare_without_training_data_skips_the_verifier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shared.prepare as prepare
+
+    models = tmp_path / "models"
+    data = tmp_path / "cache"
+    data.mkdir()  # the folder without its pairs: used to crash the verifier step
+    monkeypatch.setenv("EDGECORE_CACHE_DATA", str(data))
+    monkeypatch.setattr(
+        prepare,
+        "_done",
+        lambda path, marker: path.name not in (prepare.CROSS_ENCODER, prepare.VERIFIER),
+    )
+
+    def no_run(argv: list[str]) -> None:
+        raise AssertionError(f"nothing is trained without data: {argv}")
+
+    monkeypatch.setattr(prepare, "_run", no_run)
+    assert prepare.prepare_all(home=tmp_path, models_dir=models, force=False) == 0
+    out = capsys.readouterr().out
+    assert "verifier trained on QQP + STS-B: skipped, no training data" in out
+    assert "word-for-word" in out
+    assert not (models / prepare.VERIFIER).exists()
+
+
+def test_eval_cache_lists_what_the_cache_would_lie_about(tmp_path: Path, models_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    pairs = tmp_path / "pairs.jsonl"
+    rows = [
+        # Labelled different yet the same words: the decision serves it, a false hit.
+        {"text_a": "How do I reset my password?", "text_b": "how do I reset my password?",
+         "label": 0},
+        {"text_a": "Is Python faster than Java?", "text_b": "Is Java faster than Python?",
+         "label": 0},
+        {"text_a": "How do I fix a leaking faucet?", "text_b": "How do I repair a leaking faucet?",
+         "label": 1},
+    ]  # fmt: skip
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "shared.cli", "eval", "cache", "--pairs", str(pairs),
+         "--models-dir", str(models_dir), "--threads", "1", "--json", str(out),
+         "--show-false-hits"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "1 false hits (labelled different, served):" in done.stdout
+    assert "line 1: cosine 1.0000" in done.stdout and "reason exact" in done.stdout
+    assert "cached: 'How do I reset my password?'" in done.stdout
+    assert "Is Java faster" not in done.stdout  # told apart: not a false hit
+    (hit,) = json.loads(out.read_text())["false_hits"]
+    assert hit["asked"] == "how do I reset my password?" and hit["reason"] == "exact"
+    assert {"cosine", "verifier_score", "confidence"} <= set(hit)
