@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import h2.errors
 import httpx
 
 from edge.breaker import CircuitBreaker, State
@@ -346,6 +347,7 @@ class CorePool:
                 json=payload,
                 headers=headers,
                 timeout=httpx.USE_CLIENT_DEFAULT if stream else self._unary_timeout,
+                extensions={"trace": _ResetIfAbandoned(conn.client)},
             )
             conn.active += 1
             try:
@@ -456,6 +458,49 @@ class CorePool:
             await core.aclose()
         for task in list(self._closing):
             task.cancel()
+
+
+class _ResetIfAbandoned:
+    """httpx trace hook: a request abandoned before its response headers (the client left,
+    the first-byte deadline passed, the core was found frozen) gets its HTTP/2 stream reset.
+
+    httpcore 1.0 forgets such a stream without telling the core (see edge/h2_cancel.py), so
+    the core would go on answering nobody: a JSON answer's headers only come with the whole
+    answer. Every step is guarded; without the internals the old behaviour remains.
+    """
+
+    _STEPS = (
+        "http2.send_request_headers.failed",
+        "http2.send_request_body.failed",
+        "http2.receive_response_headers.failed",
+    )
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+        self.stream_id: int | None = None
+        self.request: Any = None  # httpcore's request (its write timeout)
+
+    async def __call__(self, name: str, info: dict[str, Any]) -> None:
+        if name == "http2.send_request_headers.started":
+            self.stream_id, self.request = info.get("stream_id"), info.get("request")
+        elif name in self._STEPS and isinstance(info.get("exception"), asyncio.CancelledError):
+            await self._reset()
+
+    async def _reset(self) -> None:
+        stream_id = self.stream_id
+        try:
+            pool: Any = getattr(self.client, "_transport", None)
+            for pooled in getattr(getattr(pool, "_pool", None), "connections", []):
+                conn: Any = getattr(pooled, "_connection", None)
+                if conn is None or stream_id not in getattr(conn, "_events", {}):
+                    continue
+                h2_stream = conn._h2_state.streams.get(stream_id)
+                if h2_stream is not None and not h2_stream.closed:
+                    conn._h2_state.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)
+                    await asyncio.shield(conn._write_outgoing_data(self.request))
+                return
+        except Exception as exc:  # never let cleanup fail the request path
+            log.debug("could not reset HTTP/2 stream %s: %r", stream_id, exc)
 
 
 async def _first_byte(
