@@ -126,4 +126,4 @@ async def _relay(svc: EdgeServices, upstream: Upstream, meta: Meta) -> AsyncGene
         yield sse.DONE
     finally:
         await upstream.close()
-    observe(svc.metrics, meta, usage, done=True)
+        observe(svc.metrics, meta, usage, done=True)  # also when closed right after the end

@@ -1,10 +1,9 @@
 """The core tier: forward over HTTP/2 and relay the answer without buffering.
 
-The edge asks the core for a *stream* even when its client wants one JSON body, and
-assembles the body itself. That way the first byte arrives at once (deadlines mean
-something), usage always comes back, and a client that leaves can be cancelled at any
-point by resetting the HTTP/2 stream. Requests whose answers are not plain text (tools,
-logprobs) are forwarded as they are.
+A stream is relayed event by event. A JSON request is forwarded as it is and vLLM's answer
+reaches the client unchanged (every field: system_fingerprint, refusal, reasoning_content,
+stop_reason, logprobs, tool calls). A client that leaves is cancelled at any point by
+resetting the HTTP/2 stream.
 """
 
 from __future__ import annotations
@@ -36,8 +35,7 @@ def upstream_payload(
 ) -> dict[str, Any]:
     payload = dict(data)
     payload["model"] = model
-    if req.stream or not (req.tools or data.get("logprobs")):
-        payload["stream"] = True
+    if req.stream:
         # Always ask for usage (metrics, cache); dropped again if the client did not.
         payload["stream_options"] = {**(data.get("stream_options") or {}), "include_usage": True}
     return payload
@@ -79,26 +77,40 @@ async def from_core(
         observe(svc.metrics, meta, None)
         return sse_answer(_relay(svc, upstream, req, meta, probe), meta, on_close=upstream.close)
     try:
-        if payload.get("stream"):
-            body = await cancel_on_disconnect(request.receive, _assemble(svc, upstream, probe))
-        else:
-            body = await cancel_on_disconnect(request.receive, _read_json(upstream))
+        body = await cancel_on_disconnect(request.receive, _read_json(upstream))
     except ClientDisconnected:
         svc.metrics.disconnects.labels("core").inc()
         return Response(status_code=CLIENT_CLOSED)
     meta.tier_wait_s = time.perf_counter() - t  # the whole answer is the core's time
     observe(svc.metrics, meta, body.get("usage"))
+    _remember_body(svc, probe, body)
     return json_answer(body, meta)
 
 
 async def _read_json(upstream: Upstream) -> dict[str, Any]:
+    """The core's JSON answer as vLLM wrote it (system_fingerprint, refusal, reasoning,
+    stop_reason, logprobs and tool calls all reach the client)."""
     try:
         await upstream.response.aread()
+        body: dict[str, Any] = upstream.response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        upstream.failed()
+        raise _failed_mid_answer() from exc
     finally:
         await upstream.close()
     upstream.succeeded()
-    body: dict[str, Any] = upstream.response.json()
     return body
+
+
+def _remember_body(svc: EdgeServices, probe: CacheProbe | None, body: dict[str, Any]) -> None:
+    """Store a plain-text answer (not tool calls) for the cache."""
+    choices = body.get("choices") or [{}]
+    message = choices[0].get("message") or {}
+    content = message.get("content")
+    if isinstance(content, str) and content and not message.get("tool_calls"):
+        model = body.get("model", svc.settings.core_model)
+        remember(svc, probe, content, choices[0].get("finish_reason") or "stop",
+                 body.get("usage"), model)  # fmt: skip
 
 
 async def _events(
@@ -126,37 +138,6 @@ async def _events(
     finally:
         # Also runs when the client leaves: the core sees RST_STREAM and aborts the engine.
         await upstream.close()
-
-
-async def _assemble(
-    svc: EdgeServices, upstream: Upstream, probe: CacheProbe | None
-) -> dict[str, Any]:
-    acc = completions.StreamAccumulator()
-    first: dict[str, Any] = {}
-    events = _events(upstream, acc)
-    try:
-        async with contextlib.aclosing(events):
-            async for _, parsed in events:
-                if parsed and not first and parsed.get("id"):
-                    first = parsed
-    except httpx.HTTPError as exc:
-        upstream.failed()
-        raise _failed_mid_answer() from exc
-    if acc.error or not acc.done:
-        upstream.failed()
-        raise _failed_mid_answer()
-    upstream.succeeded()
-    model = first.get("model", svc.settings.core_model)
-    if acc.complete:
-        remember(svc, probe, acc.content, acc.finish_reason, acc.usage, model)
-    return completions.completion(
-        id=first.get("id", completions.new_id()),
-        model=model,
-        content=acc.content,
-        finish_reason=acc.finish_reason or "stop",
-        usage=acc.usage,
-        created=first.get("created"),
-    )
 
 
 def _failed_mid_answer() -> ApiError:
@@ -202,8 +183,11 @@ async def _relay(
         yield sse.encode(completions.stream_error(message or "the core failed mid-stream"))
         yield sse.DONE
     finally:
-        if not (acc.done or acc.error):  # the client left: not the core's fault
+        # Here, not after the loop: a client that closes as soon as it reads [DONE] closes
+        # this generator at that last yield, and the answer was still complete.
+        if acc.done or acc.error:
+            observe(svc.metrics, meta, acc.usage, done=True)
+        else:  # the client left: not the core's fault
             svc.metrics.disconnects.labels("core").inc()
-    observe(svc.metrics, meta, acc.usage, done=True)
-    if acc.complete:
-        remember(svc, probe, acc.content, acc.finish_reason, acc.usage, model)
+        if acc.done and acc.complete:
+            remember(svc, probe, acc.content, acc.finish_reason, acc.usage, model)
