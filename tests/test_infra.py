@@ -552,7 +552,7 @@ def _alert_rules() -> list[dict[str, Any]]:
 
 
 def _runbook_anchors() -> set[str]:
-    text = (INFRA / "runbook.md").read_text()
+    text = (INFRA.parent / "docs" / "operations.md").read_text()  # the runbook
     anchors = set()
     for heading in re.findall(r"^#+ (.+)$", text, re.M):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
