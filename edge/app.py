@@ -23,16 +23,19 @@ from edge.cache_match import load_matcher
 from edge.chat import chat_completions
 from edge.core_client import CorePool, Timeouts
 from edge.embedder import BatchingEmbedder, Embedder
+from edge.embeddings import embeddings
 from edge.limits import Limiter
 from edge.local_model import LocalModel
 from edge.metrics import EdgeMetrics
 from edge.middleware import TierHeaders
 from edge.openapi import openapi
+from edge.responses_api import responses
 from edge.router import Calibration, Router, RouteRules
 from edge.router_model import RouterModel
 from edge.settings import EdgeSettings
 from edge.state import EdgeServices
 from edge.tenants import KeyStore
+from edge.text_completions import text_completions
 from shared import tracing
 from shared.accesslog import AccessLog
 from shared.errors import EXCEPTION_HANDLERS
@@ -45,6 +48,9 @@ async def models(request: Request) -> Response:
     tenant = svc.keys.resolve(request.headers.get("authorization"))
     s = svc.settings
     owned = {s.auto_model: "edgecore", s.edge_model: "edgecore-edge", s.core_model: "edgecore-core"}
+    if svc.embedder is not None:
+        owned[s.embed_model] = "edgecore-edge"
+    owned.update({name: "edgecore-core" for name in s.core_embed_models})
     data = [
         {"id": name, "object": "model", "created": 0, "owned_by": by}
         for name, by in owned.items()
@@ -233,7 +239,9 @@ def create_app(settings: EdgeSettings) -> Starlette:
         )
         app.state.edge = svc
         app.state.openapi = openapi(
-            [settings.auto_model, settings.edge_model, settings.core_model], settings.max_messages
+            [settings.auto_model, settings.edge_model, settings.core_model],
+            settings.max_messages,
+            [settings.embed_model, *settings.core_embed_models],
         )
         if embedder is not None:
             embedder.start()
@@ -254,6 +262,9 @@ def create_app(settings: EdgeSettings) -> Starlette:
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/completions", text_completions, methods=["POST"]),
+            Route("/v1/embeddings", embeddings, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/openapi.json", openapi_json, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),

@@ -32,6 +32,22 @@ class EdgeSettings(BaseSettings):
     auto_model: str = "auto"
     edge_model: str = "edge-smollm2-135m"
     core_model: str = "smollm2-135m-instruct"
+    embed_model: str = Field(
+        default="edge-minilm-l6-v2",
+        description="Name of the edge's own embedding model in /v1/embeddings and /v1/models.",
+    )
+    core_embed_models: list[str] = Field(
+        default_factory=list,
+        description="Embedding model names the core serves: /v1/embeddings forwards them.",
+    )
+    core_multimodal: bool = Field(
+        default=False,
+        description="The core's model takes image_url parts (else such requests get a 400).",
+    )
+    core_responses: bool = Field(
+        default=True,
+        description="Forward /v1/responses to the core (vLLM serves it); off: 501.",
+    )
 
     # --- core (forwarded over HTTP/2) ---
     core_url: str = "http://127.0.0.1:8090"
@@ -219,6 +235,10 @@ class EdgeSettings(BaseSettings):
     max_messages: int = Field(default=256, ge=1)
     max_prompt_chars: int = Field(default=200_000, ge=1)
     max_output_tokens: int = Field(default=8192, ge=1, description="Ceiling on max_tokens.")
+    embed_max_inputs: int = Field(default=256, ge=1, description="Inputs per embeddings call.")
+    embed_max_input_chars: int = Field(
+        default=20_000, ge=1, description="Characters per embeddings input (tokens: 4 each)."
+    )
 
     def resolved_edge_model_dir(self) -> Path:
         return self.edge_model_dir or self.models_dir / "smollm2-135m-instruct-onnx-int8"
