@@ -13,6 +13,8 @@ without it, on:
   synonyms, rewordings, reordered clauses). Targets: 0 opposites served, paraphrase recall
   at least 0.50. The contrast rules were written alongside this set, so it shows what they
   catch, not how they generalise;
+* ``tests/data/contrast_holdout.jsonl``, a second set written after the rules were, in the
+  same kinds: its first run (before any rule was changed) is the generalisation figure;
 * the QQP test split of ``../shared/data/cache`` (skipped when absent): precision and recall
   of the default decision before and after the veto;
 * the GPTCache paraphrase mock (all paraphrases): recall before and after.
@@ -40,6 +42,7 @@ from edge.settings import EdgeSettings
 from shared.prepare.pair_split import split
 
 DEV = Path(__file__).resolve().parents[1] / "tests" / "data" / "contrast_dev.jsonl"
+HOLDOUT = DEV.with_name("contrast_holdout.jsonl")
 
 
 def load_dev(path: Path) -> list[dict[str, Any]]:
@@ -134,9 +137,16 @@ def pair_set(
 
 def table(results: dict[str, Any]) -> str:
     lines = []
-    dev = results.get("dev")
+    for name in ("dev", "holdout"):
+        if results.get(name):
+            lines.extend(contrast_table(name, results[name]))
+    return "\n".join(lines + pair_table(results))
+
+
+def contrast_table(name: str, dev: dict[str, Any]) -> list[str]:
+    lines = []
     if dev:
-        lines.append(f"contrast dev set: {dev['rows']} pairs, {dev['positives']} paraphrases")
+        lines.append(f"contrast {name} set: {dev['rows']} pairs, {dev['positives']} paraphrases")
         lines.append(f"  {'kind':<26}{'pairs':>6}{'served before':>15}{'served after':>14}")
         for kind, k in dev["after"]["by_kind"].items():
             before = dev["before"]["by_kind"][kind]["served"]
@@ -147,6 +157,11 @@ def table(results: dict[str, Any]) -> str:
                 f"  {v}: opposites served {d['opposites_served']} (target 0), "
                 f"paraphrase recall {d['paraphrase_recall']:.3f} (target >= 0.50)"
             )
+    return lines
+
+
+def pair_table(results: dict[str, Any]) -> list[str]:
+    lines = []
     for name in ("qqp-test", "gptcache-paraphrases"):
         r = results.get(name)
         if not r:
@@ -158,7 +173,7 @@ def table(results: dict[str, Any]) -> str:
                 f"  {v:<8} precision {d['precision']:.3f} recall {d['recall']:.3f} "
                 f"hits {d['hits']} false hits {d['false_hits']}"
             )
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> None:
@@ -166,6 +181,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dev", type=Path, default=DEV)
+    parser.add_argument("--holdout", type=Path, default=HOLDOUT)
     parser.add_argument("--data", type=Path, default=DATA, help="../shared/data/cache")
     parser.add_argument(
         "--limit", type=int, default=None, help="pairs per QQP/GPTCache set (0: dev set only)"
@@ -185,6 +201,7 @@ def main() -> None:
             "cross_encoder": matcher.blocking,
         },
         "dev": dev_set(load_dev(args.dev), embedder, matcher),
+        "holdout": dev_set(load_dev(args.holdout), embedder, matcher),
     }
     qqp = args.data / "qqp_pairs.jsonl"
     if args.limit == 0:

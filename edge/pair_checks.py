@@ -300,6 +300,8 @@ _PHRASES = (
     (re.compile(r"\bmiles\s+per\s+hour\b"), "mph"),
     (re.compile(r"\bthe\s+second\b"), "the 2nd"),
     (re.compile(r"\b(given|provided)\s+that\b"), r"\1_that"),
+    # Bare follow-ups set no condition and negate nothing: "If so, why?", "If not, why not?"
+    (re.compile(r"\bif\s+(?:so|yes|not|no|any|possible|ever|needed|necessary)\b"), " "),
     (re.compile(r"^\W*no\s*,"), " "),  # an answer's "No, ...": no negation of the question
     (re.compile(r"\bneither\b(.*)\bnor\b"), r"neither\1or"),
     (re.compile(r"\bmost\s+expensive\b"), "priciest"),
@@ -329,7 +331,7 @@ _DETERMINERS = frozenset(
 )
 # Words that relate two arguments in order: "A to B", "A than B", "A causes B".
 _RELATIONS = {
-    **dict.fromkeys(("to", "into", "towards", "from", "per"), "direction"),
+    **dict.fromkeys(("to", "into", "onto", "towards", "from", "per"), "direction"),
     **dict.fromkeys(("than", "over", "cause", "causes", "caused", "causing", "affect",
                      "affects", "outrun", "outruns", "beat", "beats"), "order"),
 }  # fmt: skip
@@ -358,8 +360,26 @@ def _relations(words: list[str]) -> set[tuple[str, str, str]]:
             if x in _PUNCT:
                 break
             right.append(x)
-        rel = "to" if w in ("into", "towards") else w
+        rel = "to" if w in ("into", "onto", "towards") else w
         found |= {(a, rel, b) for a in left if _content(a) for b in right if _content(b) and a != b}
+    return found
+
+
+_TOWARDS = frozenset(("to", "into", "onto", "towards"))
+_FROM = frozenset(("from", "out"))
+
+
+def _headed(words: list[str], prepositions: frozenset[str]) -> set[str]:
+    """The first content word after each of these prepositions ("to a new drive": drive)."""
+    found = set()
+    for p, w in enumerate(words):
+        if w in prepositions:
+            for x in words[p + 1 : p + 4]:
+                if x in _PUNCT:
+                    break
+                if _content(x):
+                    found.add(x)
+                    break
     return found
 
 
@@ -374,19 +394,35 @@ def swapped(cached: str, asked: str) -> str | None:
     for x, rel, y in ra:
         if (y, rel, x) in rb and (x, rel, y) not in rb and (y, rel, x) not in ra:
             return _RELATIONS.get(rel, "direction")
-    # The same words, two of them trading places across something that is not symmetric.
+    # "transfer my games to a new drive" / "... from a new drive": the same place, the other way.
+    ta, fa, tb, fb = (
+        _headed(wa, _TOWARDS),
+        _headed(wa, _FROM),
+        _headed(wb, _TOWARDS),
+        _headed(wb, _FROM),
+    )
+    if (ta - tb) & (fb - fa) or (tb - ta) & (fa - fb):
+        return "direction"
+    # The same words, two phrases trading places across something that is not symmetric:
+    # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla".
     if len(wa) == len(wb) and wa != wb:
-        diff = [i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y]
-        if len(diff) == 2:
-            i, j = diff
-            between = [w for w in wa[i + 1 : j] if w not in _DETERMINERS]
-            if (
-                (wa[i], wa[j]) == (wb[j], wb[i])
-                and _content(wa[i])
-                and _content(wa[j])
-                and not set(between) & _SYMMETRIC
-            ):
-                return "order"
+        start = next(i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y)
+        back = zip(wa[::-1], wb[::-1], strict=True)
+        end = len(wa) - next(i for i, (x, y) in enumerate(back) if x != y)
+        ma, mb = wa[start:end], wb[start:end]
+        for nx in range(1, min(4, len(ma))):
+            for ny in range(1, min(4, len(ma) - nx)):
+                one, mid, two = ma[:nx], ma[nx : len(ma) - ny], ma[len(ma) - ny :]
+                if mb != two + mid + one or not mid:
+                    continue
+                between = [w for w in mid if w not in _DETERMINERS]
+                if (
+                    any(_content(w) for w in one)
+                    and any(_content(w) for w in two)
+                    and between
+                    and not set(between) & (_SYMMETRIC | _PUNCT)
+                ):
+                    return "order"
     return None
 
 
@@ -452,6 +488,10 @@ _POLARITY = (
     ("legal", "illegal"),
     ("agree", "disagree"),
     ("overestimate", "underestimate"),
+    ("hire hiring", "fire firing"),
+    ("expand expanding", "collapse collapsing"),
+    ("pause pausing", "resume resuming"),
+    ("speed_up", "slow_down"),
 )  # fmt: skip
 _SIDE_OF: dict[str, set[tuple[int, int]]] = {}
 for _axis, _pair in enumerate(_POLARITY):
@@ -504,7 +544,8 @@ def opposed_words(cached: str, asked: str) -> tuple[str, str] | None:
     return None
 
 
-_NEGATORS = frozenset("not no never nobody nothing none neither nor noone".split())
+# "without" too: "with no money" is "without any money"; "bread" / "bread without yeast".
+_NEGATORS = frozenset("not no never nobody nothing none neither nor noone without".split())
 
 
 def negations(text: str) -> int:
@@ -600,7 +641,7 @@ def swapped_entities(cached: str, asked: str) -> set[str]:
 
 
 _CONDITIONS = frozenset(
-    "if unless whenever while without during assuming except given_that provided_that".split()
+    "if unless whenever while during assuming except given_that provided_that".split()
 )
 
 
@@ -647,7 +688,7 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return "antonym"
     if negations(cached) != negations(asked):
         return "negation"
-    if numbers(cached) != numbers(asked):
+    if set(numbers(cached)) != set(numbers(asked)):
         return "number"
     ua, ub = units(cached), units(asked)
     if ua - ub and ub - ua:

@@ -21,6 +21,7 @@ from edge.pair_checks import CONTRASTS, contrast_by
 from edge.settings import EdgeSettings
 
 DEV = Path(__file__).parent / "data" / "contrast_dev.jsonl"
+HOLDOUT = DEV.with_name("contrast_holdout.jsonl")
 
 
 def _table(text: str) -> list[tuple[str, str, str]]:
@@ -37,6 +38,8 @@ direction | How do I send money from the UK to India? | How do I send money from
 order | Is Python faster than Java? | Is Java faster than Python?
 order | Does stress cause insomnia? | Does insomnia cause stress?
 order | Can a cat outrun a dog? | Can a dog outrun a cat?
+order | Can a Tesla charge a Nissan Leaf? | Can a Nissan Leaf charge a Tesla?
+direction | Can I move my games to a new drive? | Can I move my games from a new drive?
 antonym | Is it safe to eat raw cookie dough? | Is it unsafe to eat raw cookie dough?
 antonym | Is coffee good for your heart? | Is coffee bad for your heart?
 antonym | How do I turn on dark mode in Windows 11? | How do I turn off dark mode in Windows 11?
@@ -59,7 +62,7 @@ unit | How much is 10 dollars in yen? | How much is 10 euros in yen?
 entity | How do I install Python on ubuntu? | How do I install Python on windows?
 entity | Do I need a visa to visit Japan? | Do I need a visa to visit China?
 condition | How do I reset my router? | How do I reset my router if I forgot the password?
-condition | How do I make bread? | How do I make bread without yeast?
+negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
 """)
 
@@ -121,6 +124,12 @@ def test_the_dev_set_is_large_enough_and_told_apart() -> None:
     assert [r for r in opposite if contrast_by(r["text_a"], r["text_b"]) is None] == []
     flagged = [r for r in same if contrast_by(r["text_a"], r["text_b"]) is not None]
     assert len(flagged) <= len(same) // 20, flagged
+    # The hold-out set, written after the rules: its first run told apart 66 of its 73
+    # opposites (the rest now are); none of its paraphrases.
+    held = [json.loads(line) for line in HOLDOUT.read_text().splitlines() if line.strip()]
+    told = [contrast_by(r["text_a"], r["text_b"]) is not None for r in held]
+    assert all(t for t, r in zip(told, held, strict=True) if r["label"] == 0)
+    assert not any(t for t, r in zip(told, held, strict=True) if r["label"] == 1)
 
 
 def test_every_candidate_is_checked_whatever_its_score() -> None:
