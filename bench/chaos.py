@@ -1,0 +1,604 @@
+"""Chaos: mixed load through a real ``edgecore up`` while Redis, the core and the vLLM engine
+are frozen (SIGSTOP ... SIGCONT) and killed (SIGKILL) at seeded random times.
+
+    .venv/bin/python -m bench.chaos [--duration 180] [--seed 1] [--clients 4]
+
+Load (bounded loops, loopback only): exact cache hits (prompts answered once in the warm-up),
+reworded ones, the edge model and the core model, streaming or not. Every request ends as:
+- ok (200, complete: a JSON body, or a stream ending in [DONE]); ``degraded`` counts the ok
+  ones carrying ``x-edgecore-degraded``;
+- 503, 429, other (another status, or a stream that ended with an error event);
+- hung: no final byte within ``--deadline``;
+- lost: the connection dropped with no error body, or a stream cut without an error event
+  or [DONE].
+Per fault: time to detect (the edge's /readyz lists the part missing; a probe request gets a
+fallback or an error instead of its normal answer) and time to recover (from the thaw or the
+kill, until the probe is answered normally again), plus what ``up`` recorded (restarts).
+Latency p50/p99 per kind of request, during faults and outside them; RSS of each process
+before and after. Prints a table, writes JSON and a PNG timeline (``--out``, ``--png``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.common import RESULTS, _stop_group, free_port, pct, progress, save
+
+EDGE_MODEL = "edge-smollm2-135m"
+CORE_MODEL = "smollm2-135m-instruct"
+COMPONENTS = ("redis", "core", "engine")
+ACTIONS = ("freeze", "kill")
+KINDS = ("exact", "reworded", "edge", "core")
+WEIGHTS = (0.35, 0.15, 0.25, 0.25)
+
+# Answered once in the warm-up (model auto, temperature 0): later identical requests are
+# exact hits, the rewordings semantic ones (when the verifier accepts them).
+PROMPTS = [
+    ("What is the capital of France?", "Which city is the capital of France?"),
+    ("Say hello.", "Please say hello."),
+    ("Reply with the word yes.", "Answer with the single word yes."),
+    (
+        "What is the boiling point of water in Celsius?",
+        "At what Celsius temperature does water boil?",
+    ),
+    ("How many days are in a week?", "A week has how many days?"),
+    ("What colour is the sky on a clear day?", "On a clear day, what colour is the sky?"),
+    ("What is 2 plus 2?", "What do you get when you add 2 and 2?"),
+]
+
+
+def cached_body(prompt: str, stream: bool) -> dict[str, Any]:
+    return {
+        "model": "auto",
+        "temperature": 0,
+        "max_tokens": 96,  # an answer cut at the limit is not cached
+        "stream": stream,
+        "messages": [{"role": "user", "content": prompt}],
+    }
+
+
+def fresh_body(model: str, n: int, stream: bool) -> dict[str, Any]:
+    return {
+        "model": model,
+        "max_tokens": 16,
+        "stream": stream,
+        "messages": [{"role": "user", "content": f"Name a fruit and a colour. (#{n})"}],
+    }
+
+
+@dataclass
+class Result:
+    kind: str
+    stream: bool
+    start: float  # seconds since the load began
+    end: float
+    outcome: str  # ok | 503 | 429 | other | hung | lost | refused
+    status: int | None = None
+    tier: str | None = None
+    degraded: str | None = None
+    detail: str = ""
+
+    @property
+    def ms(self) -> float:
+        return (self.end - self.start) * 1000.0
+
+
+@dataclass
+class Fault:
+    component: str
+    action: str
+    at: float  # seconds since the load began
+    pid: int | None = None
+    ended: float | None = None  # thaw (freeze) or the kill itself
+    detect_readyz_s: float | None = None
+    detect_request_s: float | None = None
+    recover_s: float | None = None  # from ``ended`` to the first normal probe answer
+    recover_readyz_s: float | None = None
+    probes: list[tuple[float, str]] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.action} {self.component}"
+
+
+class Stack:
+    """``edgecore up`` on free ports, with its status file and Redis data in a temp dir."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.ports = {name: free_port() for name in ("edge", "core", "engine", "redis")}
+        self.status_file = workdir / "up-status.json"
+        self.log = workdir / "up.log"
+        self.edge = f"http://127.0.0.1:{self.ports['edge']}"
+        self.key = ""
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 900) -> None:
+        argv = [sys.executable, "-m", "shared.cli", "up"]
+        argv += [f"--{name}-port={port}" for name, port in self.ports.items()]
+        argv += [f"--status-file={self.status_file}", f"--redis-dir={self.workdir / 'redis'}"]
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout
+        while "edgecore is up" not in self.log.read_text():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"stack did not start:\n{self.log.read_text()[-3000:]}")
+            time.sleep(1)
+        key = re.search(r"Bearer (ec-[\w-]+)", self.log.read_text())
+        if key is None:
+            raise SystemExit("no development key in the banner")
+        self.key = key.group(1)
+
+    def stop(self) -> int | None:
+        if self.proc is None:
+            return None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            _stop_group(self.proc, 5)
+        return self.proc.returncode
+
+    def status(self) -> dict[str, Any]:
+        with contextlib.suppress(OSError, ValueError):
+            data: dict[str, Any] = json.loads(self.status_file.read_text())
+            return data
+        return {}
+
+    def pid(self, component: str) -> int | None:
+        child = self.status().get("children", {}).get(component, {})
+        pid = child.get("pid")
+        return int(pid) if pid else None
+
+
+def rss_mb(stack: Stack) -> dict[str, float | None]:
+    """Resident memory of each part (with its descendants; the core's without its engine)."""
+    import psutil  # type: ignore[import-untyped]
+
+    out: dict[str, float | None] = {}
+    engine = stack.pid("engine")
+    pids = {name: stack.pid(name) for name in ("redis", "core", "engine", "edge")}
+    pids["up"] = stack.proc.pid if stack.proc else None
+    for name, pid in pids.items():
+        if pid is None:
+            out[name] = None
+            continue
+        try:
+            root = psutil.Process(pid)
+            procs = [root]
+            if name != "up":
+                procs += root.children(recursive=True)
+            skip = set()
+            if name == "core" and engine is not None:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    e = psutil.Process(engine)
+                    skip = {e.pid, *(c.pid for c in e.children(recursive=True))}
+            total = 0
+            for p in procs:
+                if p.pid not in skip:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        total += p.memory_info().rss
+            out[name] = round(total / 2**20, 1)
+        except psutil.NoSuchProcess:
+            out[name] = None
+    return out
+
+
+async def request(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    kind: str,
+    t0: float,
+    deadline: float,
+) -> Result:
+    """One request, classified (see the module's docstring)."""
+    start = time.monotonic() - t0
+    res = Result(kind, bool(body.get("stream")), start, start, "lost")
+
+    async def run() -> None:
+        async with client.stream("POST", url, json=body, headers=headers) as r:
+            res.status, res.tier = r.status_code, r.headers.get("x-edgecore-tier")
+            res.degraded = r.headers.get("x-edgecore-degraded")
+            if r.status_code != 200:
+                text = await r.aread()
+                res.outcome = {503: "503", 429: "429"}.get(r.status_code, "other")
+                res.detail = text[:200].decode(errors="replace")
+                return
+            if not res.stream:
+                data = json.loads(await r.aread())
+                res.outcome = "ok" if data.get("choices") else "other"
+                return
+            error = done = False
+            try:
+                async for line in r.aiter_lines():
+                    if line.startswith("data:"):
+                        payload = line[5:].strip()
+                        if payload == "[DONE]":
+                            done = True
+                        elif '"error"' in payload and "error" in json.loads(payload):
+                            error = True
+                            res.detail = payload[:200]
+            except httpx.TransportError as exc:
+                res.outcome, res.detail = ("other" if error else "lost"), repr(exc)[:200]
+                return
+            res.outcome = "other" if error else ("ok" if done else "lost")
+
+    try:
+        await asyncio.wait_for(run(), deadline)
+    except TimeoutError:
+        res.outcome = "hung"
+    except httpx.ConnectError as exc:
+        res.outcome, res.detail = "refused", repr(exc)[:200]
+    except (httpx.TransportError, ValueError) as exc:
+        res.outcome, res.detail = "lost", repr(exc)[:200]
+    res.end = time.monotonic() - t0
+    return res
+
+
+class Chaos:
+    def __init__(self, stack: Stack, args: argparse.Namespace) -> None:
+        self.stack = stack
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.results: list[Result] = []
+        self.faults: list[Fault] = []
+        self.readyz: list[tuple[float, list[str] | None]] = []  # None: no answer
+        self.t0 = 0.0
+        self.headers = {"authorization": f"Bearer {stack.key}"}
+        self.url = stack.edge + "/v1/chat/completions"
+        self.counter = 0
+        self.cached = list(PROMPTS)  # those the warm-up got into the cache
+        self.probes: list[asyncio.Task[None]] = []
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def body(self, kind: str, stream: bool) -> tuple[dict[str, Any], dict[str, str]]:
+        self.counter += 1
+        exact, reworded = self.rng.choice(self.cached)
+        if kind == "exact":
+            return cached_body(exact, stream), self.headers
+        if kind == "reworded":
+            return cached_body(reworded, stream), self.headers
+        model = EDGE_MODEL if kind == "edge" else CORE_MODEL
+        return fresh_body(model, self.counter, stream), {
+            **self.headers,
+            "cache-control": "no-store",
+        }
+
+    async def warm(self, client: httpx.AsyncClient) -> int:
+        """Answer each prompt once; keep those that then come back from the cache."""
+        cached = []
+        for exact, reworded in PROMPTS:
+            await client.post(self.url, json=cached_body(exact, False), headers=self.headers)
+            await asyncio.sleep(0.5)
+            r = await client.post(self.url, json=cached_body(exact, False), headers=self.headers)
+            if r.headers.get("x-edgecore-tier") == "cache":
+                cached.append((exact, reworded))
+        if not cached:
+            raise SystemExit("no warm-up answer was cached (all cut at max_tokens?)")
+        self.cached = cached
+        return len(cached)
+
+    async def worker(self, client: httpx.AsyncClient, until: float) -> None:
+        while self.now() < until:
+            kind = self.rng.choices(KINDS, WEIGHTS)[0]
+            body, headers = self.body(kind, self.rng.random() < 0.5)
+            res = await request(client, self.url, body, headers, kind, self.t0, self.args.deadline)
+            self.results.append(res)
+            if res.outcome in ("refused", "lost") and res.ms < 50:
+                await asyncio.sleep(0.2)  # no tight loop against a closed port
+
+    async def watch_readyz(self, client: httpx.AsyncClient, until: float) -> None:
+        while self.now() < until:
+            try:
+                r = await client.get(self.stack.edge + "/readyz", timeout=2.0)
+                self.readyz.append((self.now(), list(r.json().get("degraded") or [])))
+            except (httpx.HTTPError, ValueError):
+                self.readyz.append((self.now(), None))  # no answer within 2 s
+            await asyncio.sleep(0.25)
+
+    def schedule(self, start: float, end: float) -> list[tuple[float, str, str]]:
+        """Every (component, action) once, as many as fit ``--min-gap`` apart: each component
+        once (in a seeded order, with a seeded action) before any of them twice."""
+        order = list(COMPONENTS)
+        self.rng.shuffle(order)
+        first = {c: self.rng.choice(ACTIONS) for c in order}
+        plan = [(c, first[c]) for c in order]
+        plan += [(c, a) for c in order for a in ACTIONS if a != first[c]]
+        n = max(1, min(len(plan), int((end - start) // self.args.min_gap)))
+        gap = (end - start) / n
+        return [
+            (start + i * gap + self.rng.uniform(0, gap * 0.3), c, a)
+            for i, (c, a) in enumerate(plan[:n])
+        ]
+
+    async def probe(self, client: httpx.AsyncClient, fault: Fault, give_up: float) -> None:
+        """Probe the faulted part's path until it answers normally after the fault ended."""
+        redis = fault.component == "redis"
+        exact = self.cached[0][0]
+        while self.now() < give_up:
+            if redis:
+                body, headers = cached_body(exact, False), self.headers
+            else:
+                body = fresh_body(CORE_MODEL, 0, False) | {"max_tokens": 2}
+                headers = {**self.headers, "cache-control": "no-store"}
+            # 30 s: with the cache bypassed, the probe's answer is generated (seconds here).
+            res = await request(client, self.url, body, headers, "probe", self.t0, 30.0)
+            normal = res.outcome == "ok" and not res.degraded
+            normal = normal and res.tier == ("cache" if redis else "core")
+            fault.probes.append((res.end, "normal" if normal else res.outcome + f"/{res.tier}"))
+            if not normal and res.outcome != "hung" and fault.detect_request_s is None:
+                fault.detect_request_s = round(res.end - fault.at, 3)
+            if normal and fault.ended is not None and res.start >= fault.ended:
+                fault.recover_s = round(res.end - fault.ended, 3)
+                return
+            await asyncio.sleep(0.5)
+        fault.note += " not recovered before the run ended;"
+
+    async def inject(self, client: httpx.AsyncClient, fault: Fault) -> None:
+        pid = self.stack.pid(fault.component)
+        fault.pid = pid
+        if pid is None:
+            fault.note = f"{fault.component} had no pid (restarting?); skipped"
+            fault.ended = fault.at
+            return
+        give_up = fault.at + self.args.freeze_s + self.args.recover_timeout
+        busy = [f.label for f in self.faults[:-1] if f.recover_s is None]
+        if busy:
+            fault.note += f" while still recovering from: {', '.join(busy)};"
+        prober = asyncio.create_task(self.probe(client, fault, give_up))
+        self.probes.append(prober)
+        try:
+            if fault.action == "freeze":
+                os.killpg(pid, signal.SIGSTOP)  # the whole part (vLLM: its engine core too)
+                progress(f"{fault.at:7.1f}s freeze {fault.component} (pid {pid})")
+                await asyncio.sleep(self.args.freeze_s)
+                os.killpg(pid, signal.SIGCONT)
+                fault.ended = self.now()
+                progress(f"{fault.ended:7.1f}s thaw {fault.component}")
+            else:
+                os.kill(pid, signal.SIGKILL)  # the process alone, as a crash would
+                fault.ended = self.now()
+                progress(f"{fault.at:7.1f}s kill -9 {fault.component} (pid {pid})")
+        except ProcessLookupError:
+            fault.note = "the process was gone already;"
+            fault.ended = self.now()
+
+    async def faults_loop(self, client: httpx.AsyncClient, start: float, end: float) -> None:
+        for at, component, action in self.schedule(start, end):
+            await asyncio.sleep(max(0.0, at - self.now()))
+            if self.now() > end:
+                progress(f"no time left for {action} {component}: skipped")
+                continue
+            fault = Fault(component, action, round(self.now(), 3))
+            self.faults.append(fault)
+            # The next fault comes on schedule even if this one has not recovered yet (a
+            # restarted vLLM takes a minute here); the table notes such overlaps.
+            await self.inject(client, fault)
+        await asyncio.gather(*self.probes)  # each recovers or gives up (--recover-timeout)
+
+    async def run(self) -> dict[str, Any]:
+        a = self.args
+        limits = httpx.Limits(max_connections=a.clients + 8)
+        timeout = httpx.Timeout(a.deadline + 5, connect=5)
+        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+            progress("warm-up: answering the cached prompts once ...")
+            warm_hits = await self.warm(client)
+            rss_before = rss_mb(self.stack)
+            self.t0 = time.monotonic()
+            until = a.duration
+            tasks = [asyncio.create_task(self.worker(client, until)) for _ in range(a.clients)]
+            ready = asyncio.create_task(self.watch_readyz(client, until + a.recover_timeout))
+            faults = asyncio.create_task(self.faults_loop(client, a.warmup, until - a.tail))
+            await asyncio.gather(*tasks)
+            await faults  # the last fault's probe may run past the load
+            ready.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ready
+            rss_after = rss_mb(self.stack)
+        self.detect_from_readyz()
+        return {
+            "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+            "machine": {"cpus": os.cpu_count()},
+            "warm_cache_hits": f"{warm_hits}/{len(PROMPTS)}",
+            "cached_prompts": [exact for exact, _ in self.cached],
+            "outcomes": self.outcomes(),
+            "latency": self.latency(),
+            "faults": [self.fault_json(f) for f in self.faults],
+            "rss_mb": {"before": rss_before, "after": rss_after},
+            "supervisor": self.stack.status().get("events", []),
+            "restarts": {
+                name: c.get("restarts")
+                for name, c in self.stack.status().get("children", {}).items()
+            },
+            "requests": [asdict(r) | {"ms": round(r.ms, 1)} for r in self.results],
+            "readyz": self.readyz,
+        }
+
+    def detect_from_readyz(self) -> None:
+        """When the edge's /readyz first listed the faulted part as missing (or did not
+        answer), before the next fault; when it stopped listing it after the fault ended."""
+        for i, f in enumerate(self.faults):
+            part = "redis" if f.component == "redis" else "core"
+            ended = f.ended or f.at
+            nxt = self.faults[i + 1].at if i + 1 < len(self.faults) else float("inf")
+            before = [d for t, d in self.readyz if t < f.at]
+            if before and before[-1] is not None and part in before[-1]:
+                f.note += f" {part} was already missing from /readyz before it;"
+            seen = [(t, d) for t, d in self.readyz if f.at <= t < nxt]
+            hit = next((t for t, d in seen if d is None or part in d), None)
+            if hit is not None:
+                f.detect_readyz_s = round(hit - f.at, 3)
+                # Recovery may come after the next fault began (a vLLM restart takes a minute).
+                back = next((t for t, d in self.readyz if t >= max(hit, ended) and d is not None
+                             and part not in d), None)  # fmt: skip
+                if back is not None:
+                    f.recover_readyz_s = round(back - ended, 3)
+
+    def fault_windows(self) -> list[tuple[float, float]]:
+        out = []
+        for f in self.faults:
+            end = (f.ended or f.at) + (f.recover_s if f.recover_s is not None else 0)
+            if f.recover_s is None:
+                end = max(end, f.at + self.args.freeze_s + self.args.recover_timeout)
+            out.append((f.at, end))
+        return out
+
+    def in_fault(self, r: Result) -> bool:
+        return any(r.start < e and r.end > s for s, e in self.fault_windows())
+
+    def outcomes(self) -> dict[str, dict[str, int]]:
+        names = ("sent", "ok", "degraded", "503", "429", "other", "hung", "lost", "refused")
+        table: dict[str, dict[str, int]] = {}
+        for kind in (*KINDS, "all"):
+            rows = [r for r in self.results if kind in ("all", r.kind)]
+            counts = dict.fromkeys(names, 0)
+            counts["sent"] = len(rows)
+            for r in rows:
+                counts[r.outcome] += 1
+                counts["degraded"] += r.outcome == "ok" and bool(r.degraded)
+            table[kind] = counts
+        return table
+
+    def latency(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for kind in KINDS:
+            for phase in ("faults", "calm"):
+                ms = [r.ms for r in self.results if r.kind == kind and r.outcome == "ok"
+                      and self.in_fault(r) == (phase == "faults")]  # fmt: skip
+                out[f"{kind}/{phase}"] = {
+                    "n": len(ms),
+                    "p50_ms": round(pct(ms, 0.5), 1) if ms else None,
+                    "p99_ms": round(pct(ms, 0.99), 1) if ms else None,
+                }
+        return out
+
+    def fault_json(self, f: Fault) -> dict[str, Any]:
+        d = asdict(f)
+        d["probes"] = f.probes[:40]
+        return d
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(13, 5.5))
+    colours = {"exact": "tab:green", "reworded": "tab:olive", "edge": "tab:blue",
+               "core": "tab:purple"}  # fmt: skip
+    for kind, colour in colours.items():
+        ok = [r for r in results["requests"] if r["kind"] == kind and r["outcome"] == "ok"]
+        ax.scatter([r["end"] for r in ok], [max(r["ms"], 0.5) for r in ok], s=6, c=colour,
+                   label=f"{kind} ok", alpha=0.6)  # fmt: skip
+    bad = [r for r in results["requests"] if r["outcome"] != "ok"]
+    marks = {"503": "v", "429": "^", "other": "s", "hung": "X", "lost": "D", "refused": "*"}
+    for outcome, marker in marks.items():
+        rows = [r for r in bad if r["outcome"] == outcome]
+        if rows:
+            ax.scatter([r["end"] for r in rows], [max(r["ms"], 0.5) for r in rows], s=28,
+                       c="tab:red", marker=marker, label=outcome)  # fmt: skip
+    for i, f in enumerate(results["faults"]):
+        end = f["ended"] if f["ended"] and f["ended"] > f["at"] else f["at"] + 0.5
+        ax.axvspan(f["at"], end, color="tab:red", alpha=0.15)
+        if f["recover_s"] is not None:
+            ax.axvspan(end, end + f["recover_s"], color="tab:orange", alpha=0.12)
+        ax.annotate(f"{f['action']} {f['component']}", (f["at"], 1.0 - 0.06 * (i % 3)),
+                    xycoords=("data", "axes fraction"), fontsize=8, va="top")  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel("seconds since the load began")
+    ax.set_ylabel("request latency (ms, log)")
+    ax.set_title("edgecore chaos: faults (red: frozen/killed, orange: until recovered) and latency")
+    ax.legend(loc="lower right", fontsize=7, ncols=3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def table(results: dict[str, Any]) -> str:
+    cols = ("sent", "ok", "degraded", "503", "429", "other", "hung", "lost", "refused")
+    lines = [f"{'kind':<10}" + "".join(f"{c:>9}" for c in cols)]
+    for kind, counts in results["outcomes"].items():
+        lines.append(f"{kind:<10}" + "".join(f"{counts[c]:>9}" for c in cols))
+    lines.append("")
+    lines.append(f"{'latency (ok)':<18}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}")
+    for name, lat in results["latency"].items():
+        p50 = "-" if lat["p50_ms"] is None else f"{lat['p50_ms']:.0f}"
+        p99 = "-" if lat["p99_ms"] is None else f"{lat['p99_ms']:.0f}"
+        lines.append(f"{name:<18}{lat['n']:>6}{p50:>10}{p99:>10}")
+    lines.append("")
+    lines.append(f"{'fault':<16}{'at s':>7}{'detect(readyz)':>16}{'detect(req)':>13}"
+                 f"{'recover':>9}{'recover(readyz)':>17}  note")  # fmt: skip
+
+    def s(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1f}"
+
+    for f in results["faults"]:
+        lines.append(
+            f"{f['action'] + ' ' + f['component']:<16}{f['at']:>7.1f}{s(f['detect_readyz_s']):>16}"
+            f"{s(f['detect_request_s']):>13}{s(f['recover_s']):>9}{s(f['recover_readyz_s']):>17}"
+            f"  {f['note']}"
+        )
+    lines.append("")
+    before, after = results["rss_mb"]["before"], results["rss_mb"]["after"]
+    lines.append("RSS MB   " + "  ".join(f"{k} {before.get(k)} -> {after.get(k)}" for k in before))
+    lines.append(f"restarts (edgecore status): {results['restarts']}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--duration", type=float, default=180.0, help="seconds of load")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--clients", type=int, default=4, help="concurrent load workers")
+    p.add_argument("--deadline", type=float, default=60.0, help="no final byte by then: hung")
+    p.add_argument("--warmup", type=float, default=10.0, help="seconds of load before faults")
+    p.add_argument("--tail", type=float, default=10.0, help="no new fault in the last seconds")
+    p.add_argument("--min-gap", type=float, default=25.0, help="seconds between fault starts")
+    p.add_argument("--freeze-s", type=float, default=8.0, help="how long a freeze lasts")
+    p.add_argument("--recover-timeout", type=float, default=240.0,
+                   help="give up on a fault's recovery after this")  # fmt: skip
+    p.add_argument("--out", type=Path, default=RESULTS / "chaos.json")
+    p.add_argument("--png", type=Path, default=RESULTS / "chaos.png")
+    args = p.parse_args()
+    stack = Stack(Path(tempfile.mkdtemp(prefix="edgecore-chaos-")))
+    progress(f"starting the stack (Redis, core + vLLM, edge); log {stack.log} ...")
+    try:
+        stack.start()
+        results = asyncio.run(Chaos(stack, args).run())
+    finally:
+        code = stack.stop()
+    results["up_exit_code"] = code
+    results["up_log_tail"] = stack.log.read_text(errors="replace")[-4000:]
+    save("chaos", results, args.out)
+    plot(results, args.png)
+    print(table(results))
+    print(f"wrote {args.out} and {args.png}")
+
+
+if __name__ == "__main__":
+    main()
