@@ -25,7 +25,7 @@ run: models
 	$(BIN)/edgecore up
 
 test: models
-	$(BIN)/ruff check edge core shared tests bench
+	$(BIN)/ruff check edge core shared tools tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 

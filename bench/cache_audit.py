@@ -52,11 +52,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import RESULTS, SHARED_DATA, progress, save
-from edge.cache_eval import load_pairs
-from edge.cache_match import Matcher, load_matcher
+from edge.cache.eval import load_pairs
+from edge.cache.match import Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
-from shared.prepare.pair_split import split
+from tools.prepare.pair_split import split
 
 AUDIT = RESULTS / "cache_audit"
 SEED = 0

@@ -33,12 +33,12 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench.common import edge_server, free_port, load, progress, redis_server, save
-from edge.cache import CachedAnswer, SemanticCache
-from edge.cache_key import conversation_text
-from edge.cache_match import load_matcher
+from edge.cache.keys import conversation_text
+from edge.cache.match import load_matcher
+from edge.cache.store import CachedAnswer, SemanticCache
 from edge.embedder import BatchingEmbedder, Embedder
 from edge.settings import EdgeSettings
-from edge.tenants import add_key
+from edge.tenancy.keys import add_key
 from shared.schemas import Message
 
 CLIENTS = (1, 16, 64)

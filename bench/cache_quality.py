@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import progress, save
-from edge.cache_eval import COSINE_THRESHOLDS, curve, embed_text, load_pairs, rates
-from edge.cache_match import Candidate, Matcher, load_matcher
+from edge.cache.eval import COSINE_THRESHOLDS, curve, embed_text, load_pairs, rates
+from edge.cache.match import Candidate, Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
-from shared.prepare.pair_split import split
+from tools.prepare.pair_split import split
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cache"
 DELTAS = (0.01, 0.02, 0.05, 0.1, 0.2)

@@ -131,7 +131,7 @@ class Stack:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 900) -> None:
-        argv = [sys.executable, "-m", "shared.cli", "up"]
+        argv = [sys.executable, "-m", "tools.cli", "up"]
         argv += [f"--{name}-port={port}" for name, port in self.ports.items()]
         argv += [f"--status-file={self.status_file}", f"--redis-dir={self.workdir / 'redis'}"]
         with self.log.open("wb") as out:

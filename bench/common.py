@@ -119,7 +119,7 @@ def edge_process(log: Path, **settings: str) -> Iterator[tuple[str, int]]:
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "shared.cli", "edge", "serve"],
+            [sys.executable, "-m", "tools.cli", "edge", "serve"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -268,7 +268,7 @@ def stack(log: Path, env: dict[str, str] | None = None) -> Iterator[Stack]:
     ports = {name: free_port() for name in ("edge", "core", "engine", "redis")}
     token = (env or {}).get("EDGECORE_CORE_AUTH_TOKEN") or f"bench-{uuid.uuid4().hex}"
     env = {**(env or {}), "EDGECORE_CORE_AUTH_TOKEN": token}
-    argv = [sys.executable, "-m", "shared.cli", "up"]
+    argv = [sys.executable, "-m", "tools.cli", "up"]
     argv += [f"--{name}-port={port}" for name, port in ports.items()]
     with log.open("wb") as out:
         proc = subprocess.Popen(

@@ -35,11 +35,11 @@ import numpy as np
 
 from bench.cache_quality import DATA, scored
 from bench.common import progress, save
-from edge.cache_eval import load_pairs, rates
-from edge.cache_match import Candidate, Matcher, load_matcher
+from edge.cache.eval import load_pairs, rates
+from edge.cache.match import Candidate, Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
-from shared.prepare.pair_split import split
+from tools.prepare.pair_split import split
 
 DEV = Path(__file__).resolve().parents[1] / "tests" / "data" / "contrast_dev.jsonl"
 HOLDOUT = DEV.with_name("contrast_holdout.jsonl")

@@ -104,7 +104,7 @@ def run_engine(engine: str, args: argparse.Namespace, logs: Path) -> dict[str, A
             stack.enter_context(child(argv, logs / "fake.log", ready=upstream + "/readyz"))
         progress(f"[{engine}] starting the core (log: {logs / f'core-{engine}.log'}) ...")
         stack.enter_context(
-            child([sys.executable, "-m", "shared.cli", "core", "serve"],
+            child([sys.executable, "-m", "tools.cli", "core", "serve"],
                   logs / f"core-{engine}.log", ready=core + "/readyz",
                   env=core_env(port, engine_port, token, engine), timeout=900)
         )  # fmt: skip

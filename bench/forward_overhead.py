@@ -57,7 +57,7 @@ from bench.common import (
     stream_chat,
     summary,
 )
-from edge.tenants import add_key
+from edge.tenancy.keys import add_key
 
 MODEL = "smollm2-135m-instruct"  # the edge's core_model: forwarded by rule, never embedded
 PATHS = ("direct", "edge", "litellm")

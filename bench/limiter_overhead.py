@@ -19,8 +19,8 @@ from typing import Any
 from redis.asyncio import Redis
 
 from bench.common import redis_server, save
-from edge.limits import Limiter
-from edge.tenants import Tenant
+from edge.tenancy.keys import Tenant
+from edge.tenancy.limits import Limiter
 
 
 async def timed(n: int, op: Callable[[], Awaitable[Any]]) -> dict[str, float]:

@@ -17,25 +17,25 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from threadpoolctl import threadpool_limits
 
-from edge import cache_admin
-from edge.cache import SemanticCache
-from edge.cache_match import load_matcher
-from edge.chat import chat_completions
-from edge.core_client import CorePool, Timeouts
+from edge.cache.match import load_matcher
+from edge.cache.store import SemanticCache
 from edge.embedder import BatchingEmbedder, Embedder
-from edge.embeddings import embeddings
-from edge.limits import Limiter
-from edge.local_model import LocalModel
+from edge.http import admin as cache_admin
+from edge.http.chat import chat_completions
+from edge.http.completions import text_completions
+from edge.http.embeddings import embeddings
+from edge.http.middleware import TierHeaders
+from edge.http.openapi import openapi
+from edge.http.responses import responses
 from edge.metrics import EdgeMetrics
-from edge.middleware import TierHeaders
-from edge.openapi import openapi
-from edge.responses_api import responses
-from edge.router import Calibration, Router, RouteRules
-from edge.router_model import RouterModel
+from edge.routing.model import RouterModel
+from edge.routing.router import Calibration, Router, RouteRules
+from edge.services import EdgeServices
 from edge.settings import EdgeSettings
-from edge.state import EdgeServices
-from edge.tenants import KeyStore
-from edge.text_completions import text_completions
+from edge.tenancy.keys import KeyStore
+from edge.tenancy.limits import Limiter
+from edge.tiers.local_model import LocalModel
+from edge.upstream.pool import CorePool, Timeouts
 from shared import tracing
 from shared.accesslog import AccessLog
 from shared.errors import EXCEPTION_HANDLERS

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from edge.core_client import CorePool
+from edge.upstream.pool import CorePool
 from shared.prom import ScrapedCounter
 
 # Per-token gaps: OTel's suggested buckets for gen_ai.server.time_per_output_token.

@@ -209,7 +209,7 @@ def core_url(models_dir: Path, log_dir: Path, core_ports: CorePorts) -> Iterator
     )
     server = start(
         "core",
-        [sys.executable, "-m", "shared.cli", "core", "serve"],
+        [sys.executable, "-m", "tools.cli", "core", "serve"],
         env,
         log_dir,
         f"http://127.0.0.1:{core_ports.core}",
@@ -235,7 +235,7 @@ def start_edge(name: str, log_dir: Path, models_dir: Path, **settings: str) -> S
     )
     server = start(
         name,
-        [sys.executable, "-m", "shared.cli", "edge", "serve"],
+        [sys.executable, "-m", "tools.cli", "edge", "serve"],
         env,
         log_dir,
         f"{scheme}://127.0.0.1:{port}",
@@ -263,7 +263,7 @@ class Keys:
 
 @pytest.fixture(scope="session")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
-    from edge.tenants import add_key, dump_keys_file, load_keys_file, new_key
+    from edge.tenancy.keys import add_key, dump_keys_file, load_keys_file, new_key
 
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
     names = ("alpha", "beta", "limited", "edge-only", "fuzz", "capped", "sampled", "batch")

@@ -1,4 +1,4 @@
-from edge.breaker import CircuitBreaker, State
+from edge.upstream.breaker import CircuitBreaker, State
 
 
 class Clock:

@@ -1,4 +1,4 @@
-from edge import cache_key
+from edge.cache import keys as cache_key
 from shared.schemas import ChatCompletionRequest
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from edge.tenants import hash_key
+from edge.tenancy.keys import hash_key
 from tests.conftest import Keys, free_port, start_edge
 
 pytestmark = pytest.mark.slow

@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge.cache_eval import load_pairs
-from edge.cache_match import Candidate, Matcher, MatchPolicy, confidence
-from edge.embedder import Embedder
-from edge.pair_checks import (
+from edge.cache.eval import load_pairs
+from edge.cache.match import Candidate, Matcher, MatchPolicy, confidence
+from edge.cache.pair_checks import (
     LEXICAL,
     extra_questions,
     lexical_features,
@@ -22,7 +21,8 @@ from edge.pair_checks import (
     opposite_words,
     told_apart_by,
 )
-from edge.verifier import Calibration, Stack, Verifier, calibrate, stacked
+from edge.cache.verifier import Calibration, Stack, Verifier, calibrate, stacked
+from edge.embedder import Embedder
 from shared.completions import cached_usage
 
 DIM = 4
@@ -239,7 +239,7 @@ def test_the_stack_gates_on_the_mlp_and_weighs_the_cross_encoder() -> None:
 
 
 def test_the_stack_gate_ignores_pairs_the_names_check_zeroed() -> None:
-    from shared.prepare.verifier_train import stack_gate
+    from tools.prepare.verifier_train import stack_gate
 
     y = np.array([1] * 100 + [0] * 50)
     mlp = np.concatenate([np.zeros(10), np.linspace(0.5, 1.0, 90), np.full(50, 0.2)])
@@ -309,7 +309,7 @@ def test_eval_cli_runs_on_any_pairs_file(tmp_path: Path, models_dir: Path) -> No
     runs: list[list[str]] = [[], ["--candidate-floor", "0.99", "--false-hit-budget", "0.1"]]
     for extra in [*runs, ["--cross-encoder"]] if stacked else runs:
         done = subprocess.run(
-            [sys.executable, "-m", "shared.cli", "eval", "cache", "--pairs", str(pairs),
+            [sys.executable, "-m", "tools.cli", "eval", "cache", "--pairs", str(pairs),
              "--json", str(out), "--models-dir", str(models_dir), "--threads", "1", *extra],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
@@ -346,7 +346,7 @@ def test_a_search_result_whose_entry_just_expired_is_skipped() -> None:
 
     from redis.asyncio import Redis
 
-    from edge.cache import SemanticCache
+    from edge.cache.store import SemanticCache
 
     cache = SemanticCache(Redis(), index="t", dim=DIM, ttl_s=60)  # no I/O here
     assert cache.floor == MatchPolicy().floor  # one default for "never a candidate"

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from edge.tenants import hash_key
+from edge.tenancy.keys import hash_key
 from tests.conftest import Keys, eventually, free_port, metric, start_edge
 
 pytestmark = pytest.mark.slow

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge.cache_match import Candidate, Matcher, MatchPolicy, load_matcher
+from edge.cache.match import Candidate, Matcher, MatchPolicy, load_matcher
+from edge.cache.pair_checks import CONTRASTS, contrast_by
 from edge.embedder import Embedder
 from edge.metrics import EdgeMetrics
-from edge.pair_checks import CONTRASTS, contrast_by
 from edge.settings import EdgeSettings
 
 DEV = Path(__file__).parent / "data" / "contrast_dev.jsonl"
@@ -213,7 +213,7 @@ def test_without_a_verifier_only_exact_repeats_are_served(
 def test_prepare_without_training_data_skips_the_verifier(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import shared.prepare as prepare
+    import tools.prepare as prepare
 
     models = tmp_path / "models"
     data = tmp_path / "cache"
@@ -253,7 +253,7 @@ def test_eval_cache_lists_what_the_cache_would_lie_about(tmp_path: Path, models_
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.json"
     done = subprocess.run(
-        [sys.executable, "-m", "shared.cli", "eval", "cache", "--pairs", str(pairs),
+        [sys.executable, "-m", "tools.cli", "eval", "cache", "--pairs", str(pairs),
          "--models-dir", str(models_dir), "--threads", "1", "--json", str(out),
          "--show-false-hits"],
         capture_output=True, text=True, timeout=120,

@@ -46,7 +46,7 @@ def gateway(name: str, engine_port: int, log_dir: Path) -> Server:
         EDGECORE_CORE_ENGINE__PORT=str(engine_port),
         EDGECORE_CORE_MANAGE_ENGINE="false",
     )
-    server = start(name, [sys.executable, "-m", "shared.cli", "core", "serve"], env, log_dir,
+    server = start(name, [sys.executable, "-m", "tools.cli", "core", "serve"], env, log_dir,
                    f"http://127.0.0.1:{port}")  # fmt: skip
     wait_ready(server, "/readyz", timeout=60)
     return server
@@ -190,7 +190,7 @@ def test_engine_killed_is_restarted_and_the_edge_never_hangs(
         EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(engine_port),
         EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
     )  # fmt: skip
-    core = start("core-restart", [sys.executable, "-m", "shared.cli", "core", "serve"], env,
+    core = start("core-restart", [sys.executable, "-m", "tools.cli", "core", "serve"], env,
                  log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
     wait_ready(core, "/readyz", timeout=900)
     edge = start_edge(

@@ -25,8 +25,8 @@ from bench.common import free_port
 from core.balancer import affinity_key, rendezvous
 from core.engine import Engine, EngineHealth
 from core.settings import EngineConfig
-from edge.breaker import CircuitBreaker, State
-from edge.core_client import Timeouts, prompt_chars
+from edge.upstream.breaker import CircuitBreaker, State
+from edge.upstream.pool import Timeouts, prompt_chars
 from tests.conftest import (
     CorePorts,
     Keys,
@@ -180,7 +180,7 @@ def test_frozen_engine_moves_requests_to_another_replica_then_503(log_dir: Path)
         EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(base),
         EDGECORE_CORE_REPLICAS="2", EDGECORE_CORE_MANAGE_ENGINE="false",
     )  # fmt: skip
-    core = start("core-fake-engines", [sys.executable, "-m", "shared.cli", "core", "serve"],
+    core = start("core-fake-engines", [sys.executable, "-m", "tools.cli", "core", "serve"],
                  env, log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
     session = session_for("r0", ["r0", "r1"])
 
@@ -231,7 +231,7 @@ def test_frozen_vllm_engine_gets_503_at_once_and_is_restarted_when_it_stays_froz
         EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
         EDGECORE_CORE_ENGINE_WEDGED_RESTART_S="15",
     )  # fmt: skip
-    core = start("core-frozen-engine", [sys.executable, "-m", "shared.cli", "core", "serve"],
+    core = start("core-frozen-engine", [sys.executable, "-m", "tools.cli", "core", "serve"],
                  env, log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
 
     def ask() -> httpx.Response:
@@ -283,7 +283,7 @@ def gateway(name: str, engine_port: int, log_dir: Path) -> Server:
         EDGECORE_CORE_ENGINE__PORT=str(engine_port),
         EDGECORE_CORE_MANAGE_ENGINE="false",
     )
-    server = start(name, [sys.executable, "-m", "shared.cli", "core", "serve"], env, log_dir,
+    server = start(name, [sys.executable, "-m", "tools.cli", "core", "serve"], env, log_dir,
                    f"http://127.0.0.1:{port}")  # fmt: skip
     wait_ready(server, "/readyz", timeout=60)
     return server

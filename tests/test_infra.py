@@ -1021,7 +1021,7 @@ def _missing(modules: set[str], allowed: set[str]) -> list[str]:
 
 def test_core_image_installs_only_what_core_imports() -> None:
     reqs = _requirements()
-    # The gateway (`edgecore core serve`: shared.cli imports each command's code lazily) and
+    # The gateway (`edgecore core serve`: tools.cli imports each command's code lazily) and
     # the profile code the engine image imports.
     missing = _missing(_imports_closure(["core", "core.app", "shared.serve"]), reqs["base"])
     assert not missing, f"core imports {missing}, not in [project.dependencies]"

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edge.cache_key import is_cacheable
-from edge.embeddings import encode
-from edge.router import RouteRules, rule
+from edge.cache.keys import is_cacheable
+from edge.http.embeddings import encode
+from edge.routing.router import RouteRules, rule
 from shared.errors import ApiError
 from shared.parameters import completion_refusals, refusals, table
 from shared.schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest

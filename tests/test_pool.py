@@ -92,7 +92,7 @@ def pool(
         EDGECORE_CORE_QUEUE_BATCH="1", EDGECORE_CORE_METRICS_INTERVAL_S="0.5",
         EDGECORE_CORE_RETRY_AFTER_S="3",
     )  # fmt: skip
-    server = start("core-pool", [sys.executable, "-m", "shared.cli", "core", "serve"], env,
+    server = start("core-pool", [sys.executable, "-m", "tools.cli", "core", "serve"], env,
                    log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
     try:
         wait_ready(server, "/readyz", timeout=900)
@@ -359,7 +359,7 @@ def test_pool_metrics_and_bad_config(pool: PoolCore, tmp_path: Path) -> None:
     bad = tmp_path / "pool.toml"
     bad.write_text("[engine]\ntensor_parallel_size = 0\n")
     env = service_env(EDGECORE_CORE_POOL_FILE=str(bad), EDGECORE_CORE_PORT=str(free_port()))
-    out = subprocess.run([sys.executable, "-m", "shared.cli", "core", "serve"], env=env,
+    out = subprocess.run([sys.executable, "-m", "tools.cli", "core", "serve"], env=env,
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2
     assert "replicas[0].engine.tensor_parallel_size" in out.stderr

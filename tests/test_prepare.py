@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from shared.prepare import CROSS_ENCODER, CROSS_ENCODER_RECIPE, VERIFIER, VERIFIER_RECIPE, _done
+from tools.prepare import CROSS_ENCODER, CROSS_ENCODER_RECIPE, VERIFIER, VERIFIER_RECIPE, _done
 
 REPO = Path(__file__).resolve().parents[1]
 

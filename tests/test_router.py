@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from edge.router import Calibration, Decision, Router, RouteRules, decide, rule
-from edge.router_eval import pgr_curve, summarize
-from edge.router_model import FEATURES, RouterModel, text_features
+from edge.routing.eval import pgr_curve, summarize
+from edge.routing.model import FEATURES, RouterModel, text_features
+from edge.routing.router import Calibration, Decision, Router, RouteRules, decide, rule
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from edge.tenants import add_key, dump_keys_file, hash_key, load_keys_file
+from edge.tenancy.keys import add_key, dump_keys_file, hash_key, load_keys_file
 from tests.conftest import Keys, metric, start_edge
 
 pytestmark = pytest.mark.slow

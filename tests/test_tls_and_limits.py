@@ -14,8 +14,8 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from edge.limits import Limiter
-from edge.tenants import Tenant
+from edge.tenancy.keys import Tenant
+from edge.tenancy.limits import Limiter
 from shared.errors import ApiError
 from shared.redact import redact
 from tests.conftest import CorePorts, Keys, free_port, service_env, start, start_edge, wait_ready
@@ -174,7 +174,7 @@ def test_edge_reaches_an_mtls_core_over_http2(
         EDGECORE_CORE_MANAGE_ENGINE="false", EDGECORE_CORE_TLS_CERTFILE=str(certfile),
         EDGECORE_CORE_TLS_KEYFILE=str(keyfile), EDGECORE_CORE_TLS_CLIENT_CA=str(edge_cert),
     )  # fmt: skip
-    core = start("core-mtls", [sys.executable, "-m", "shared.cli", "core", "serve"], env, log_dir,
+    core = start("core-mtls", [sys.executable, "-m", "tools.cli", "core", "serve"], env, log_dir,
                  f"https://127.0.0.1:{port}")  # fmt: skip
     as_edge = client_context(edge_cert, edge_key)
     wait_ready(core, "/readyz", timeout=60, verify=as_edge)

@@ -18,8 +18,8 @@ import psutil
 import pytest
 import redis
 
-from shared.stack import EXAMPLE_BODY
 from tests.conftest import free_port
+from tools.stack import EXAMPLE_BODY
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def test_up_serves_caches_and_stops_cleanly(models_dir: Path, tmp_path: Path) ->
         EDGECORE_EDGE_MODELS_DIR=str(models_dir),
         EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
     )
-    argv = [sys.executable, "-m", "shared.cli", "up"]
+    argv = [sys.executable, "-m", "tools.cli", "up"]
     argv += [f"--{name}-port={port}" for name, port in ports.items()]
     status_file = tmp_path / "up-status.json"
     argv += [f"--status-file={status_file}", f"--redis-dir={tmp_path / 'redis'}"]
@@ -130,7 +130,7 @@ def _redis_killed_and_restarted(
     assert [s["restarts"] for n, s in status["children"].items() if n != "redis"] == [0, 0, 0]
     assert "redis (pid" in out.read_text() and "redis is back" in out.read_text()
     shown = subprocess.run(
-        [sys.executable, "-m", "shared.cli", "status", f"--file={status_file}"],
+        [sys.executable, "-m", "tools.cli", "status", f"--file={status_file}"],
         capture_output=True,
         text=True,
         check=True,

