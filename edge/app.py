@@ -6,21 +6,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from threadpoolctl import threadpool_limits
 
 from edge.cache.match import load_matcher
+from edge.cache.step import CacheStep
 from edge.cache.store import SemanticCache
 from edge.embedder import BatchingEmbedder, Embedder
 from edge.http import admin as cache_admin
+from edge.http import ops
 from edge.http.chat import chat_completions
 from edge.http.completions import text_completions
 from edge.http.embeddings import embeddings
@@ -28,12 +26,15 @@ from edge.http.middleware import TierHeaders
 from edge.http.openapi import openapi
 from edge.http.responses import responses
 from edge.metrics import EdgeMetrics
+from edge.pipeline import EdgePipeline
 from edge.routing.model import RouterModel
 from edge.routing.router import Calibration, Router, RouteRules
 from edge.services import EdgeServices
 from edge.settings import EdgeSettings
 from edge.tenancy.keys import KeyStore
 from edge.tenancy.limits import Limiter
+from edge.tiers.core import CoreTier
+from edge.tiers.local import LocalTier
 from edge.tiers.local_model import LocalModel
 from edge.upstream.pool import CorePool, Timeouts
 from shared import tracing
@@ -41,59 +42,6 @@ from shared.accesslog import AccessLog
 from shared.errors import EXCEPTION_HANDLERS
 
 log = logging.getLogger("edgecore.edge")
-
-
-async def models(request: Request) -> Response:
-    svc: EdgeServices = request.app.state.edge
-    tenant = svc.keys.resolve(request.headers.get("authorization"))
-    s = svc.settings
-    owned = {s.auto_model: "edgecore", s.edge_model: "edgecore-edge", s.core_model: "edgecore-core"}
-    if svc.embedder is not None:
-        owned[s.embed_model] = "edgecore-edge"
-    owned.update({name: "edgecore-core" for name in s.core_embed_models})
-    data = [
-        {"id": name, "object": "model", "created": 0, "owned_by": by}
-        for name, by in owned.items()
-        if tenant.models is None or name in tenant.models
-    ]
-    return JSONResponse({"object": "list", "data": data})
-
-
-async def openapi_json(request: Request) -> Response:
-    return JSONResponse(request.app.state.openapi)
-
-
-async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
-
-
-async def readyz(request: Request) -> Response:
-    """200 while some tier can answer; ``degraded`` lists what is missing."""
-    svc: EdgeServices = request.app.state.edge
-    cores = svc.core.status()  # from the background probes: readiness never waits on a core
-    core_ok = any(c["healthy"] and c["breaker"] != "open" for c in cores)
-    redis_ok = svc.cache is not None and await svc.cache.ping()
-    checks: dict[str, Any] = {
-        "core": core_ok,
-        "edge_model": svc.local is not None,
-        "embedder": svc.embedder is not None,
-        "redis": redis_ok,
-    }
-    degraded = [name for name, ok in checks.items() if not ok]
-    serving = core_ok or svc.local is not None
-    body = {
-        "status": ("degraded" if degraded else "ready") if serving else "unavailable",
-        "checks": checks,
-        "degraded": degraded,
-        "cores": cores,
-    }
-    return JSONResponse(body, status_code=200 if serving else 503)
-
-
-async def metrics(request: Request) -> Response:
-    svc: EdgeServices = request.app.state.edge
-    svc.metrics.observe_cores(svc.core)
-    return Response(generate_latest(svc.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
 async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalModel | None]:
@@ -225,19 +173,17 @@ def create_app(settings: EdgeSettings) -> Starlette:
             metrics.edge_model_running.set_function(lambda: local.running)
             metrics.edge_model_waiting.set_function(lambda: local.waiting)
             metrics.edge_model_cancelled.set_function(lambda: local.cancelled)
-        svc = EdgeServices(
-            settings,
+        # The stages, built once: the pipeline composes them for every request.
+        cache_step = CacheStep(cache, embedder, load_matcher(settings, metrics), metrics, settings)
+        pipeline = EdgePipeline(
+            cache_step,
             router,
+            CoreTier(core, metrics, settings),
+            LocalTier(local, metrics, settings),
             metrics,
-            core,
-            embedder,
-            cache,
-            local,
-            keys,
-            Limiter(redis),
-            load_matcher(settings, metrics),
+            settings,
         )
-        app.state.edge = svc
+        app.state.edge = EdgeServices(settings, metrics, pipeline, keys, Limiter(redis))
         app.state.openapi = openapi(
             [settings.auto_model, settings.edge_model, settings.core_model],
             settings.max_messages,
@@ -249,7 +195,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             yield
         finally:
             probes.cancel()
-            await svc.drain()
+            await cache_step.drain()
             await core.aclose()
             if embedder is not None:
                 await embedder.close()
@@ -265,11 +211,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
             Route("/v1/completions", text_completions, methods=["POST"]),
             Route("/v1/embeddings", embeddings, methods=["POST"]),
             Route("/v1/responses", responses, methods=["POST"]),
-            Route("/v1/models", models, methods=["GET"]),
-            Route("/openapi.json", openapi_json, methods=["GET"]),
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/readyz", readyz, methods=["GET"]),
-            Route("/metrics", metrics, methods=["GET"]),
+            *ops.ROUTES,
             *cache_admin.ROUTES,
         ],
         # Outermost first: the trace's server span, the access-log line, then the headers.

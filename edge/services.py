@@ -1,56 +1,51 @@
-"""The edge's long-lived services, built in the app's lifespan and passed explicitly."""
+"""What the edge's handlers read: the pipeline and the few resources endpoints need directly.
+
+Built once in the app's lifespan (``edge.app``) and kept on ``app.state.edge``. Handlers
+never reach past it into module globals; the stages inside the pipeline get their own
+parts as constructor arguments.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-from collections.abc import Coroutine
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from edge.cache.match import Matcher
 from edge.cache.store import SemanticCache
 from edge.embedder import BatchingEmbedder
 from edge.metrics import EdgeMetrics
-from edge.routing.router import Router
+from edge.pipeline import EdgePipeline
 from edge.settings import EdgeSettings
 from edge.tenancy.keys import KeyStore
 from edge.tenancy.limits import Limiter
 from edge.tiers.local_model import LocalModel
 from edge.upstream.pool import CorePool
 
-log = logging.getLogger("edgecore.edge")
 
-
-@dataclass
+@dataclass(frozen=True)
 class EdgeServices:
     settings: EdgeSettings
-    router: Router
     metrics: EdgeMetrics
-    core: CorePool
-    embedder: BatchingEmbedder | None
-    cache: SemanticCache | None
-    local: LocalModel | None
+    pipeline: EdgePipeline  # chat and completions: cache -> route -> tier
     keys: KeyStore
     limiter: Limiter
-    matcher: Matcher
-    _background: set[asyncio.Task[None]] = field(default_factory=set)
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run follow-up work (cache stores) after the response, without losing the task."""
-        task = asyncio.create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._finished)
+    # Read directly by endpoints besides chat (embeddings, readiness, admin).
+    @property
+    def core(self) -> CorePool:
+        return self.pipeline.core.pool
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("background task failed: %r", task.exception())
+    @property
+    def local(self) -> LocalModel | None:
+        return self.pipeline.local.model
 
-    async def drain(self, timeout: float = 5.0) -> None:
-        if self._background:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(
-                    asyncio.gather(*self._background, return_exceptions=True), timeout
-                )
+    @property
+    def embedder(self) -> BatchingEmbedder | None:
+        return self.pipeline.cache.embedder
+
+    @property
+    def cache(self) -> SemanticCache | None:
+        return self.pipeline.cache.store
+
+    @property
+    def matcher(self) -> Matcher:
+        return self.pipeline.cache.matcher

@@ -1,11 +1,21 @@
-"""The cache step of a chat request: embed, look up, and later store the answer."""
+"""The cache step of the edge pipeline: ``lookup()`` before routing, ``remember()`` after.
+
+    lookup:   cacheable? -> exact words (one Redis round trip) -> embed -> nearest entries
+              -> the matcher's decision (verifier, contrast checks)
+    remember: store a complete answer, and tell a rejected neighbour whether it was right
+
+Built once in the lifespan from its parts (Redis store, embedder, matcher, metrics); a
+Redis or embedder failure bypasses the cache for that request, it never fails it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,22 +24,40 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from edge.cache import keys as cache_key
-from edge.cache.match import Match, normalize
-from edge.cache.store import CachedAnswer, CacheUnavailable
-from edge.replies import Meta, first_token, json_answer, observe, once, sse_answer, text_events
-from edge.services import EdgeServices
+from edge.cache.match import Match, Matcher, normalize
+from edge.cache.store import CachedAnswer, CacheUnavailable, SemanticCache
+from edge.context import RequestContext
+from edge.embedder import BatchingEmbedder
+from edge.metrics import EdgeMetrics
+from edge.replies import json_answer, once, sse_answer, text_events
+from edge.settings import EdgeSettings
+from edge.tenancy.keys import Tenant
 from shared import completions
 from shared.schemas import ChatCompletionRequest
 from shared.tracing import traced
 
+log = logging.getLogger("edgecore.edge.cache")
+
 
 @dataclass
-class CacheProbe:
-    vector: np.ndarray | None  # set after the exact-match step, once embedded
+class Answer:
+    """What a tier answered, as the cache stores it."""
+
+    content: str
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+    model: str
+
+
+@dataclass
+class CacheLookup:
+    """One request's cache state: the partition it reads and writes, and what was found."""
+
+    vector: np.ndarray | None  # the conversation's embedding, once computed
     partition: str
     context: str
-    lookup: bool
-    text: str = ""  # the last message: what the verifier compares
+    read: bool  # False: refresh (write only)
+    text: str = ""  # the last message: what the matcher compares
     tenant: str = "default"
     max_entries: int = 10_000
     hit: CachedAnswer | None = None
@@ -38,7 +66,7 @@ class CacheProbe:
     match: Match | None = None
 
 
-def _cache_directive(headers: Headers) -> str:
+def directive_of(headers: Headers) -> str:
     """'off' (neither read nor write), 'refresh' (write only) or 'on'."""
     explicit = headers.get("x-edgecore-cache", "").strip().lower()
     if explicit in ("off", "refresh"):
@@ -51,236 +79,258 @@ def _cache_directive(headers: Headers) -> str:
     return "on"
 
 
-def cache_directive(
-    svc: EdgeServices,
-    req: ChatCompletionRequest,
-    headers: Headers,
-    meta: Meta,
-    *,
-    nondeterministic: bool = False,
-) -> str | None:
-    """'on' or 'refresh' when this request may use the cache, else None (recorded).
+class CacheStep:
+    def __init__(
+        self,
+        store: SemanticCache | None,
+        embedder: BatchingEmbedder | None,
+        matcher: Matcher,
+        metrics: EdgeMetrics,
+        settings: EdgeSettings,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.matcher = matcher
+        self.metrics = metrics
+        self.settings = settings
+        self._background: set[asyncio.Task[None]] = set()
 
-    ``nondeterministic``: the tenant opted in to caching sampled (temperature > 0) answers.
-    """
-    if svc.cache is None or svc.embedder is None:
-        return None
-    directive = _cache_directive(headers)
-    only_deterministic = svc.settings.cache_only_deterministic and not nondeterministic
-    if directive == "off" or not cache_key.is_cacheable(req, only_deterministic=only_deterministic):
-        meta.cache = "bypass"
-        svc.metrics.cache.labels("bypass").inc()
-        return None
-    return directive
+    async def lookup(
+        self,
+        req: ChatCompletionRequest,
+        headers: Headers,
+        ctx: RequestContext,
+        tenant: Tenant,
+        *,
+        want_vector: bool = False,
+    ) -> CacheLookup | None:
+        """The cache's answer for ``req``, if any (``.hit``), and the state ``remember``
+        needs; None when the cache takes no part. ``want_vector``: embed even so (the
+        router scores the same embedding)."""
+        found = await self._exact(req, headers, ctx, tenant)
+        if found is not None and found.hit is not None:  # word for word: no embedding needed
+            return found
+        vector = await self.embed(req) if found is not None or want_vector else None
+        if found is not None:
+            found = await self._semantic(found, vector, ctx)
+        if found is None and vector is not None:  # the router still scores the embedding
+            return CacheLookup(vector, "", "", read=False)
+        return found
 
+    def reply(self, req: ChatCompletionRequest, hit: CachedAnswer, ctx: RequestContext) -> Response:
+        """The cached answer, as JSON or SSE (usage marks every token as cached)."""
+        ctx.tier = "cache"
+        cid = completions.new_id()
+        ctx.extra_headers["x-edgecore-cache-similarity"] = f"{hit.similarity:.4f}"
+        ctx.extra_headers["x-edgecore-cache-entry"] = hit.entry_id  # for /admin/cache
+        usage = completions.cached_usage(hit.usage)
+        ctx.response_model = hit.model
+        if not req.stream:
+            body = completions.completion(
+                id=cid, model=hit.model, content=hit.content,
+                finish_reason=hit.finish_reason, usage=usage,
+            )  # fmt: skip
+            return json_answer(body, ctx)
+        ctx.first_token()  # the whole answer is in hand
 
-@traced("edge.embed")
-async def embed(svc: EdgeServices, req: ChatCompletionRequest) -> np.ndarray | None:
-    """The conversation's embedding (shared by the cache and the router); None on failure."""
-    if svc.embedder is None:
-        return None
-    text = cache_key.conversation_text(req.messages, svc.settings.cache_context_messages)
-    t = time.perf_counter()
-    try:
-        return await asyncio.wait_for(svc.embedder.embed(text), timeout=2.0)
-    except Exception:  # the cache and the learned router are bypassed; serving goes on
-        svc.metrics.embed_failures.inc()
-        return None
-    finally:
-        svc.metrics.embed_seconds.observe(time.perf_counter() - t)
+        async def on_error(exc: BaseException) -> str:
+            return "cache read failed"
 
+        events = text_events(
+            once(hit.content), id=cid, model=hit.model, include_usage=req.include_usage,
+            finish=lambda: (hit.finish_reason, usage), on_error=on_error,
+        )  # fmt: skip
+        return sse_answer(events, ctx, usage=lambda: usage)
 
-@traced("edge.cache.lookup")
-async def cache_probe(
-    svc: EdgeServices,
-    req: ChatCompletionRequest,
-    directive: str | None,
-    meta: Meta,
-    *,
-    tenant: str,
-    max_entries: int,
-) -> CacheProbe | None:
-    """The cache step before any embedding: the same question, word for word."""
-    if directive is None or svc.cache is None or svc.embedder is None:
-        return None
-    probe = CacheProbe(
-        vector=None,
-        partition=cache_key.partition_key(req, tenant=tenant, embedder_id=svc.embedder.model_id),
-        context=cache_key.context_key(req.messages),
-        lookup=directive == "on",
-        text=req.messages[-1].text(),
-        tenant=tenant,
-        max_entries=max_entries,
-    )
-    if not probe.lookup:
-        meta.cache = "refresh"
-        return probe
-    t = time.perf_counter()
-    try:
-        probe.hit = await asyncio.wait_for(
-            svc.cache.lookup_exact(
-                partition=probe.partition, context=probe.context, text=probe.text
-            ),
-            svc.settings.redis_timeout_s,
-        )
-    except (TimeoutError, CacheUnavailable):
-        _failed(svc, meta)
-        return None
-    if probe.hit is not None:
-        svc.metrics.cache_lookup_seconds.observe(time.perf_counter() - t)
-        svc.metrics.cache_match.labels("exact").inc()
-        _outcome(svc, meta, probe, "exact 1.000")
-    return probe
+    def remember(self, found: CacheLookup | None, answer: Answer) -> None:
+        """Store a complete answer after the response (a background task)."""
+        if found is None or not found.partition or self.store is None:
+            return
+        if answer.finish_reason != "stop" or not answer.content or found.vector is None:
+            return
+        self._spawn(self._store(found, found.vector, answer))
 
+    @traced("edge.embed")
+    async def embed(self, req: ChatCompletionRequest) -> np.ndarray | None:
+        """The conversation's embedding (the cache's and the router's); None on failure."""
+        if self.embedder is None:
+            return None
+        text = cache_key.conversation_text(req.messages, self.settings.cache_context_messages)
+        t = time.perf_counter()
+        try:
+            return await asyncio.wait_for(self.embedder.embed(text), timeout=2.0)
+        except Exception:  # the cache and the learned router are bypassed; serving goes on
+            self.metrics.embed_failures.inc()
+            return None
+        finally:
+            self.metrics.embed_seconds.observe(time.perf_counter() - t)
 
-@traced("edge.cache.semantic")
-async def semantic_probe(
-    svc: EdgeServices, probe: CacheProbe | None, vector: np.ndarray | None, meta: Meta
-) -> CacheProbe | None:
-    """After embedding: the nearest entries in the partition, and the verifier's decision."""
-    if probe is None or svc.cache is None:
-        return probe
-    if vector is None:
-        _failed(svc, meta)
-        return None
-    probe.vector = vector
-    if not probe.lookup:
-        return probe
-    m = svc.metrics
-    t = time.perf_counter()
-    try:
-        found = await asyncio.wait_for(
-            svc.cache.lookup(vector, partition=probe.partition, context=probe.context),
-            svc.settings.redis_timeout_s,
-        )
-    except (TimeoutError, CacheUnavailable):
-        _failed(svc, meta)
-        return None
-    candidates, draw = [c for c, _ in found], random.random()
-    if svc.matcher.blocking and candidates:
-        # A cross-encoder run takes milliseconds: off the event loop.
-        decide = svc.matcher.decide
-        match = await asyncio.to_thread(decide, vector, probe.text, candidates, draw=draw)
-    else:
-        match = svc.matcher.decide(vector, probe.text, candidates, draw=draw)
-    m.cache_lookup_seconds.observe(time.perf_counter() - t)
-    m.cache_match.labels(match.reason).inc()
-    if found:
-        m.cache_candidate_similarity.observe(found[0][0].cosine)
-    if match.reason in ("verified", "rejected", "explore"):
-        m.cache_verifier_score.labels(match.reason).observe(match.score)
-    answers = {c.entry_id: a for c, a in found}
-    if match.candidate is not None:
-        answer = answers[match.candidate.entry_id]
-        if match.serve:
-            probe.hit = answer
-        elif match.reason in ("rejected", "explore"):
-            probe.candidate, probe.match = answer, match
-    _outcome(svc, meta, probe, f"{match.reason} {match.score:.3f}")
-    return probe
-
-
-def _failed(svc: EdgeServices, meta: Meta) -> None:
-    """Redis or the embedder failed: serve without the cache (and store nothing)."""
-    meta.cache = "error"
-    svc.metrics.cache.labels("error").inc()
-    return None
-
-
-def _outcome(svc: EdgeServices, meta: Meta, probe: CacheProbe, how: str) -> None:
-    meta.cache = "hit" if probe.hit else "miss"
-    svc.metrics.cache.labels(meta.cache).inc()
-    if probe.hit is not None:
-        svc.metrics.cache_similarity.observe(probe.hit.similarity)
-        meta.extra_headers["x-edgecore-cache-match"] = how
-
-
-async def _agrees(svc: EdgeServices, cached: str, fresh: str) -> bool:
-    """Would serving the cached answer have been right? Compared with the fresh one."""
-    if normalize(cached) == normalize(fresh):
-        return True
-    if svc.embedder is None:
-        return False
-    a, b = await asyncio.gather(svc.embedder.embed(cached), svc.embedder.embed(fresh))
-    return float(np.dot(a, b)) >= svc.settings.cache_answer_agreement
-
-
-def remember(
-    svc: EdgeServices,
-    probe: CacheProbe | None,
-    content: str,
-    finish_reason: str | None,
-    usage: dict[str, Any] | None,
-    model: str,
-) -> None:
-    if probe is None or svc.cache is None or finish_reason != "stop" or not content:
-        return
-    vector = probe.vector
-    if vector is None:  # answered from the exact step's miss without an embedding
-        return
-    cache = svc.cache
-    answer = CachedAnswer(
-        content=content, finish_reason=finish_reason, usage=usage, model=model, prompt=probe.text
-    )
-    timeout = svc.settings.redis_timeout_s * 4
-
-    async def store() -> None:
-        with contextlib.suppress(CacheUnavailable, asyncio.TimeoutError):
-            candidate, match = probe.candidate, probe.match
-            if candidate is not None and match is not None:
-                agreed = await _agrees(svc, candidate.content, content)
-                svc.metrics.cache_feedback.labels(str(agreed).lower()).inc()
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Let pending stores finish (shutdown)."""
+        if self._background:
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(
-                    cache.observe(candidate.entry_id, match.score, agreed), timeout
+                    asyncio.gather(*self._background, return_exceptions=True), timeout
+                )
+
+    def _directive(
+        self, req: ChatCompletionRequest, headers: Headers, ctx: RequestContext, tenant: Tenant
+    ) -> str | None:
+        """'on' or 'refresh' when this request may use the cache, else None (recorded)."""
+        if self.store is None or self.embedder is None or not tenant.cache:
+            return None
+        directive = directive_of(headers)
+        # A tenant may opt in to caching sampled (temperature > 0) answers.
+        only_deterministic = (
+            self.settings.cache_only_deterministic and not tenant.cache_nondeterministic
+        )
+        if directive == "off" or not cache_key.is_cacheable(
+            req, only_deterministic=only_deterministic
+        ):
+            ctx.cache = "bypass"
+            self.metrics.cache.labels("bypass").inc()
+            return None
+        return directive
+
+    @traced("edge.cache.lookup")
+    async def _exact(
+        self, req: ChatCompletionRequest, headers: Headers, ctx: RequestContext, tenant: Tenant
+    ) -> CacheLookup | None:
+        """Before any embedding: the same question, word for word."""
+        directive = self._directive(req, headers, ctx, tenant)
+        if directive is None or self.store is None or self.embedder is None:
+            return None
+        found = CacheLookup(
+            vector=None,
+            partition=cache_key.partition_key(
+                req, tenant=tenant.name, embedder_id=self.embedder.model_id
+            ),
+            context=cache_key.context_key(req.messages),
+            read=directive == "on",
+            text=req.messages[-1].text(),
+            tenant=tenant.name,
+            max_entries=tenant.cache_max_entries or self.settings.cache_max_entries_per_tenant,
+        )
+        if not found.read:
+            ctx.cache = "refresh"
+            return found
+        t = time.perf_counter()
+        try:
+            found.hit = await asyncio.wait_for(
+                self.store.lookup_exact(
+                    partition=found.partition, context=found.context, text=found.text
+                ),
+                self.settings.redis_timeout_s,
+            )
+        except (TimeoutError, CacheUnavailable):
+            self._failed(ctx)
+            return None
+        if found.hit is not None:
+            self.metrics.cache_lookup_seconds.observe(time.perf_counter() - t)
+            self.metrics.cache_match.labels("exact").inc()
+            self._outcome(ctx, found, "exact 1.000")
+        return found
+
+    @traced("edge.cache.semantic")
+    async def _semantic(
+        self, found: CacheLookup, vector: np.ndarray | None, ctx: RequestContext
+    ) -> CacheLookup | None:
+        """After embedding: the nearest entries in the partition, and the matcher's decision."""
+        if self.store is None:
+            return found
+        if vector is None:
+            self._failed(ctx)
+            return None
+        found.vector = vector
+        if not found.read:
+            return found
+        m = self.metrics
+        t = time.perf_counter()
+        try:
+            near = await asyncio.wait_for(
+                self.store.lookup(vector, partition=found.partition, context=found.context),
+                self.settings.redis_timeout_s,
+            )
+        except (TimeoutError, CacheUnavailable):
+            self._failed(ctx)
+            return None
+        candidates, draw = [c for c, _ in near], random.random()
+        if self.matcher.blocking and candidates:
+            # A cross-encoder run takes milliseconds: off the event loop.
+            decide = self.matcher.decide
+            match = await asyncio.to_thread(decide, vector, found.text, candidates, draw=draw)
+        else:
+            match = self.matcher.decide(vector, found.text, candidates, draw=draw)
+        m.cache_lookup_seconds.observe(time.perf_counter() - t)
+        m.cache_match.labels(match.reason).inc()
+        if near:
+            m.cache_candidate_similarity.observe(near[0][0].cosine)
+        if match.reason in ("verified", "rejected", "explore"):
+            m.cache_verifier_score.labels(match.reason).observe(match.score)
+        answers = {c.entry_id: a for c, a in near}
+        if match.candidate is not None:
+            answer = answers[match.candidate.entry_id]
+            if match.serve:
+                found.hit = answer
+            elif match.reason in ("rejected", "explore"):
+                found.candidate, found.match = answer, match
+        self._outcome(ctx, found, f"{match.reason} {match.score:.3f}")
+        return found
+
+    def _failed(self, ctx: RequestContext) -> None:
+        """Redis or the embedder failed: serve without the cache (and store nothing)."""
+        ctx.cache = "error"
+        self.metrics.cache.labels("error").inc()
+
+    def _outcome(self, ctx: RequestContext, found: CacheLookup, how: str) -> None:
+        ctx.cache = "hit" if found.hit else "miss"
+        self.metrics.cache.labels(ctx.cache).inc()
+        if found.hit is not None:
+            self.metrics.cache_similarity.observe(found.hit.similarity)
+            ctx.extra_headers["x-edgecore-cache-match"] = how
+
+    async def _agrees(self, cached: str, fresh: str) -> bool:
+        """Would serving the cached answer have been right? Compared with the fresh one."""
+        if normalize(cached) == normalize(fresh):
+            return True
+        if self.embedder is None:
+            return False
+        a, b = await asyncio.gather(self.embedder.embed(cached), self.embedder.embed(fresh))
+        return float(np.dot(a, b)) >= self.settings.cache_answer_agreement
+
+    async def _store(self, found: CacheLookup, vector: np.ndarray, answer: Answer) -> None:
+        assert self.store is not None
+        store, timeout = self.store, self.settings.redis_timeout_s * 4
+        entry = CachedAnswer(
+            content=answer.content, finish_reason=answer.finish_reason or "stop",
+            usage=answer.usage, model=answer.model, prompt=found.text,
+        )  # fmt: skip
+        with contextlib.suppress(CacheUnavailable, asyncio.TimeoutError):
+            candidate, match = found.candidate, found.match
+            if candidate is not None and match is not None:
+                agreed = await self._agrees(candidate.content, answer.content)
+                self.metrics.cache_feedback.labels(str(agreed).lower()).inc()
+                await asyncio.wait_for(
+                    store.observe(candidate.entry_id, match.score, agreed), timeout
                 )
             # Stored even when the neighbour agreed: this wording then gets its own exact
             # key, so its repeats hit every time instead of waiting on the neighbour's
             # confidence (and its explorations). The tenant's entry cap bounds the copies.
             await asyncio.wait_for(
-                cache.store(
-                    vector,
-                    partition=probe.partition,
-                    context=probe.context,
-                    answer=answer,
-                    tenant=probe.tenant,
-                    max_entries=probe.max_entries,
+                store.store(
+                    vector, partition=found.partition, context=found.context, answer=entry,
+                    tenant=found.tenant, max_entries=found.max_entries,
                 ),
                 timeout,
-            )
+            )  # fmt: skip
 
-    svc.spawn(store())
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a store after the response, without losing the task."""
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._finished)
 
-
-def from_cache(
-    svc: EdgeServices, req: ChatCompletionRequest, hit: CachedAnswer, meta: Meta
-) -> Response:
-    cid = completions.new_id()
-    meta.extra_headers["x-edgecore-cache-similarity"] = f"{hit.similarity:.4f}"
-    meta.extra_headers["x-edgecore-cache-entry"] = hit.entry_id  # for /admin/cache
-    usage = completions.cached_usage(hit.usage)
-    meta.response_model = hit.model
-    if req.stream:
-        first_token(svc.metrics, meta)  # the whole answer is in hand
-    observe(svc.metrics, meta, usage)
-    if not req.stream:
-        body = completions.completion(
-            id=cid,
-            model=hit.model,
-            content=hit.content,
-            finish_reason=hit.finish_reason,
-            usage=usage,
-        )
-        return json_answer(body, meta)
-
-    async def on_error(exc: BaseException) -> str:
-        return "cache read failed"
-
-    events = text_events(
-        once(hit.content),
-        id=cid,
-        model=hit.model,
-        include_usage=req.include_usage,
-        finish=lambda: (hit.finish_reason, usage),
-        on_error=on_error,
-    )
-    return sse_answer(events, meta)
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("cache store failed: %r", task.exception())

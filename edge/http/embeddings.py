@@ -15,8 +15,8 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.http.intake import admit, failed, new_meta
-from edge.replies import json_answer, observe
+from edge.http.intake import admit, failed, new_context
+from edge.replies import json_answer
 from edge.services import EdgeServices
 from edge.upstream.pool import CoreUnavailable
 from shared.errors import ApiError
@@ -32,22 +32,21 @@ def _tokens(req: EmbeddingRequest) -> int:
 
 async def embeddings(request: Request) -> Response:
     svc: EdgeServices = request.app.state.edge
-    meta = new_meta(request, "embed")
-    admitted = await admit(request, svc, meta, EmbeddingRequest, tokens=_tokens)
+    ctx = new_context(request, svc, "embed", "embeddings")
+    admitted = await admit(request, svc, ctx, EmbeddingRequest, tokens=_tokens)
     try:
         req = admitted.req
         if req.model in svc.settings.core_embed_models:
-            meta.tier = "core"
-            body = await _from_core(svc, admitted.data, meta.request_id)
+            ctx.tier = "core"
+            body = await _from_core(svc, admitted.data, ctx.request_id)
         else:
             body = await _from_edge(svc, req, admitted.data)
     except ApiError as exc:
-        failed(svc, meta, exc)
+        failed(ctx, exc)
         raise
     finally:
         admitted.release()
-    observe(svc.metrics, meta, body.get("usage"))
-    return json_answer(body, meta)
+    return json_answer(body, ctx)
 
 
 async def _from_edge(svc: EdgeServices, req: EmbeddingRequest, data: dict[str, Any]) -> Any:

@@ -1,8 +1,8 @@
-"""Admission for the edge's OpenAI endpoints besides chat: key, body, model, rate, slot.
+"""Admission for the edge's OpenAI endpoints: key, body, model, rate, slot.
 
-The same order as chat (edge/chat.py): who is asking comes first, so a bad key costs no
-body read; then the body is parsed against its schema, the tenant's model list and rate
-limits are checked, and an in-flight slot is taken. ``release`` gives the slot back.
+Who is asking comes first, so a bad key costs no body read; then the body is parsed against
+its schema, the tenant's model list and rate limits are checked, and an in-flight slot is
+taken. ``release`` gives the slot back.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from edge.replies import Meta
+from edge.context import RequestContext
 from edge.services import EdgeServices
 from edge.tenancy.keys import Tenant
 from shared.errors import ApiError, from_validation_error
@@ -33,18 +33,20 @@ class Admitted(Generic[Schema]):
     release: Callable[[], None]
 
 
-def new_meta(request: Request, tier: str) -> Meta:
-    meta = Meta(
-        request_id=request_id(request, "edge-" + uuid.uuid4().hex), started=time.perf_counter()
+def new_context(request: Request, svc: EdgeServices, tier: str, operation: str) -> RequestContext:
+    return RequestContext(
+        request_id=request_id(request, "edge-" + uuid.uuid4().hex),
+        started=time.perf_counter(),
+        metrics=svc.metrics,
+        tier=tier,
+        operation=operation,
     )
-    meta.tier = tier
-    return meta
 
 
 async def admit(
     request: Request,
     svc: EdgeServices,
-    meta: Meta,
+    ctx: RequestContext,
     schema: type[Schema],
     *,
     tokens: Callable[[Schema], int],
@@ -53,6 +55,7 @@ async def admit(
     s = svc.settings
     try:
         tenant = svc.keys.resolve(request.headers.get("authorization"))
+        ctx.tenant = tenant.name  # hashed in the access log
         body = await read_body(request, s.max_body_bytes, timeout=s.body_timeout_s)
         data = json_object(body)
         try:
@@ -60,6 +63,7 @@ async def admit(
         except ValidationError as exc:
             raise from_validation_error(exc) from None
         model = str(getattr(req, "model", ""))
+        ctx.request_model = model
         if tenant.models is not None and model not in tenant.models:
             raise ApiError(
                 403,
@@ -70,7 +74,7 @@ async def admit(
         await svc.limiter.check_rate(tenant, tokens(req))
         svc.limiter.acquire(tenant)
     except ApiError as exc:
-        failed(svc, meta, exc)
+        failed(ctx, exc)
         raise
     svc.metrics.in_flight.inc()
 
@@ -81,6 +85,7 @@ async def admit(
     return Admitted(tenant, data, req, release)
 
 
-def failed(svc: EdgeServices, meta: Meta, exc: ApiError) -> None:
-    exc.headers.setdefault("x-request-id", meta.request_id)
-    svc.metrics.requests.labels(meta.tier, str(exc.status)).inc()
+def failed(ctx: RequestContext, exc: ApiError) -> None:
+    """An error response for this request: its id in the headers, counted by status."""
+    exc.headers.setdefault("x-request-id", ctx.request_id)
+    ctx.failed(exc.status)

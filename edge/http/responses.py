@@ -11,9 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.http.intake import admit, failed, new_meta
+from edge.http.intake import admit, failed, new_context
 from edge.services import EdgeServices
-from edge.tiers.passthrough import forward
 from edge.upstream.pool import CoreUnavailable
 from shared.errors import ApiError
 from shared.streaming import Releasing
@@ -37,13 +36,13 @@ def _not_served() -> ApiError:
 async def responses(request: Request) -> Response:
     svc: EdgeServices = request.app.state.edge
     s = svc.settings
-    meta = new_meta(request, "core")
-    meta.cache = "bypass"
+    ctx = new_context(request, svc, "core", "responses")
+    ctx.cache = "bypass"
     if not s.core_responses:
         exc = _not_served()
-        failed(svc, meta, exc)
+        failed(ctx, exc)
         raise exc
-    admitted = await admit(request, svc, meta, ResponsesRequest, tokens=lambda r: 1024)
+    admitted = await admit(request, svc, ctx, ResponsesRequest, tokens=lambda r: 1024)
     try:
         model = admitted.req.model
         if model == s.edge_model:
@@ -59,8 +58,8 @@ async def responses(request: Request) -> Response:
             )
         payload = {**admitted.data, "model": s.core_model}
         try:
-            response = await forward(
-                request, svc, meta, payload, path="/v1/responses", tenant=admitted.tenant
+            response = await svc.pipeline.core.forward(
+                request, ctx, payload, path="/v1/responses", tenant=admitted.tenant
             )
         except CoreUnavailable as exc:
             raise ApiError(
@@ -75,7 +74,7 @@ async def responses(request: Request) -> Response:
             raise
     except ApiError as exc:
         admitted.release()
-        failed(svc, meta, exc)
+        failed(ctx, exc)
         raise
     except BaseException:
         admitted.release()

@@ -3,31 +3,37 @@
 A stream is relayed event by event. A JSON request is forwarded as it is and vLLM's answer
 reaches the client unchanged (every field: system_fingerprint, refusal, reasoning_content,
 stop_reason, logprobs, tool calls). A client that leaves is cancelled at any point by
-resetting the HTTP/2 stream.
+resetting the HTTP/2 stream. ``CoreUnavailable`` (no core took the request before its first
+byte) is the pipeline's to handle: its fallback policy decides.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.cache.step import CacheProbe, remember
-from edge.replies import Meta, first_token, has_content, json_answer, observe, sse_answer
-from edge.services import EdgeServices
+from edge.cache.step import Answer
+from edge.context import RequestContext
+from edge.metrics import EdgeMetrics
+from edge.replies import has_content, json_answer, sse_answer
+from edge.settings import EdgeSettings
 from edge.tenancy.keys import Tenant
-from edge.upstream.pool import CoreStalled, Upstream
+from edge.tiers.passthrough import relay_raw, usage_of
+from edge.upstream.pool import CorePool, CoreStalled, Upstream
 from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
 from shared.streaming import with_keepalive
 from shared.tracing import traced
+
+OnAnswer = Callable[[Answer], None]
 
 
 def upstream_payload(
@@ -41,50 +47,159 @@ def upstream_payload(
     return payload
 
 
-@traced("edge.tier.core")
-async def from_core(
-    request: Request,
-    svc: EdgeServices,
-    req: ChatCompletionRequest,
-    data: dict[str, Any],
-    meta: Meta,
-    probe: CacheProbe | None,
-    tenant: Tenant,
-) -> Response:
-    payload = upstream_payload(data, req, svc.settings.core_model)
-    t = time.perf_counter()
-    try:
-        upstream = await cancel_on_disconnect(
-            request.receive,
-            svc.core.send(
-                payload,
-                request_id=meta.request_id,
-                stream=True,
-                priority=tenant.core_priority,
-                tenant=tenant.name,
-            ),
-            on_abandon=Upstream.close,
+class CoreTier:
+    def __init__(self, pool: CorePool, metrics: EdgeMetrics, settings: EdgeSettings) -> None:
+        self.pool = pool
+        self.metrics = metrics
+        self.settings = settings
+
+    @traced("edge.tier.core")
+    async def answer(
+        self,
+        request: Request,
+        req: ChatCompletionRequest,
+        data: dict[str, Any],
+        ctx: RequestContext,
+        tenant: Tenant,
+        on_answer: OnAnswer,
+    ) -> Response:
+        """A chat completion from the core; ``on_answer`` gets a complete plain answer."""
+        payload = upstream_payload(data, req, self.settings.core_model)
+        t = time.perf_counter()
+        upstream = await self._open(request, ctx, payload, tenant, "/v1/chat/completions")
+        if upstream is None:
+            return Response(status_code=CLIENT_CLOSED)
+        self.metrics.route.labels("core", "forward").inc()
+        if req.stream:
+            ctx.tier_wait_s = time.perf_counter() - t
+            acc = completions.StreamAccumulator()
+            events = self._relay(upstream, acc, req, ctx, on_answer)
+            return sse_answer(events, ctx, on_close=upstream.close, usage=lambda: acc.usage)
+        try:
+            body = await cancel_on_disconnect(request.receive, _read_json(upstream))
+        except ClientDisconnected:
+            self.metrics.disconnects.labels("core").inc()
+            return Response(status_code=CLIENT_CLOSED)
+        ctx.tier_wait_s = time.perf_counter() - t  # the whole answer is the core's time
+        _answer_of(body, self.settings.core_model, on_answer)
+        return json_answer(body, ctx)
+
+    async def forward(
+        self,
+        request: Request,
+        ctx: RequestContext,
+        payload: dict[str, Any],
+        *,
+        path: str,
+        tenant: Tenant,
+    ) -> Response:
+        """Any other OpenAI endpoint (completions, responses), relayed as it is."""
+        upstream = await self._open(request, ctx, payload, tenant, path)
+        if upstream is None:
+            return Response(status_code=CLIENT_CLOSED)
+        usage: dict[str, Any] = {}
+        if payload.get("stream") and upstream.response.headers.get("content-type", "").startswith(
+            "text/event-stream"
+        ):
+            relay = relay_raw(upstream, ctx, usage)
+            return sse_answer(relay, ctx, on_close=upstream.close, usage=lambda: usage or None)
+        try:
+            body = await cancel_on_disconnect(request.receive, _read_bytes(upstream))
+        except ClientDisconnected:
+            self.metrics.disconnects.labels("core").inc()
+            return Response(status_code=CLIENT_CLOSED)
+        ctx.closed(usage_of(body))
+        return Response(
+            body,
+            status_code=upstream.response.status_code,
+            media_type=upstream.response.headers.get("content-type", "application/json"),
+            headers=ctx.headers(),
         )
-    except ClientDisconnected:
-        svc.metrics.disconnects.labels("core").inc()
-        return Response(status_code=CLIENT_CLOSED)
-    meta.tier = "core"
-    meta.response_model = svc.settings.core_model
-    svc.metrics.core_requests.labels(upstream.response.http_version).inc()
-    svc.metrics.route.labels("core", "forward").inc()
-    if req.stream:
-        meta.tier_wait_s = time.perf_counter() - t
-        observe(svc.metrics, meta, None)
-        return sse_answer(_relay(svc, upstream, req, meta, probe), meta, on_close=upstream.close)
+
+    async def _open(
+        self,
+        request: Request,
+        ctx: RequestContext,
+        payload: dict[str, Any],
+        tenant: Tenant,
+        path: str,
+    ) -> Upstream | None:
+        """The core's response headers, or None when the client left first."""
+        try:
+            upstream = await cancel_on_disconnect(
+                request.receive,
+                self.pool.send(
+                    payload, request_id=ctx.request_id, stream=True,
+                    priority=tenant.core_priority, tenant=tenant.name, path=path,
+                ),
+                on_abandon=Upstream.close,
+            )  # fmt: skip
+        except ClientDisconnected:
+            self.metrics.disconnects.labels("core").inc()
+            return None
+        ctx.tier = "core"
+        ctx.response_model = self.settings.core_model
+        self.metrics.core_requests.labels(upstream.response.http_version).inc()
+        return upstream
+
+    async def _relay(
+        self,
+        upstream: Upstream,
+        acc: completions.StreamAccumulator,
+        req: ChatCompletionRequest,
+        ctx: RequestContext,
+        on_answer: OnAnswer,
+    ) -> AsyncGenerator[bytes, None]:
+        """Relay the core's SSE event by event (never buffered), keeping a copy for the cache."""
+        model = self.settings.core_model
+        events = _events(upstream, acc, self.settings.sse_keepalive_s)
+        try:
+            async with contextlib.aclosing(events):
+                async for payload, parsed in events:
+                    if payload is None:
+                        yield sse.KEEPALIVE
+                        continue
+                    if parsed is not None:
+                        model = parsed.get("model", model)
+                        if ctx.first_token_s is None and has_content(parsed):
+                            ctx.response_model = model
+                            ctx.first_token()  # not the headers: after prefill
+                        if not parsed.get("choices") and "usage" in parsed:
+                            if not req.include_usage:
+                                continue
+                    yield b"data: " + payload.encode() + b"\n\n"
+            if acc.done:
+                upstream.succeeded()
+            else:
+                acc.error = True
+                upstream.failed()
+                yield sse.encode(completions.stream_error("the core ended the stream early"))
+                yield sse.DONE
+        except httpx.HTTPError as exc:
+            acc.error = True
+            upstream.failed()
+            stalled = f"the core failed mid-stream ({exc})" if isinstance(exc, CoreStalled) else ""
+            yield sse.encode(completions.stream_error(stalled or "the core failed mid-stream"))
+            yield sse.DONE
+        finally:
+            # Here, not after the loop: a client that closes as soon as it reads [DONE]
+            # closes this generator at that last yield, and the answer was still complete.
+            if not (acc.done or acc.error):  # the client left: not the core's fault
+                self.metrics.disconnects.labels("core").inc()
+            if acc.done and acc.complete:
+                on_answer(Answer(acc.content, acc.finish_reason, acc.usage, model))
+
+
+async def _read_bytes(upstream: Upstream) -> bytes:
     try:
-        body = await cancel_on_disconnect(request.receive, _read_json(upstream))
-    except ClientDisconnected:
-        svc.metrics.disconnects.labels("core").inc()
-        return Response(status_code=CLIENT_CLOSED)
-    meta.tier_wait_s = time.perf_counter() - t  # the whole answer is the core's time
-    observe(svc.metrics, meta, body.get("usage"))
-    _remember_body(svc, probe, body)
-    return json_answer(body, meta)
+        body = await upstream.response.aread()
+    except httpx.HTTPError:
+        upstream.failed()
+        raise
+    finally:
+        await upstream.close()
+    upstream.succeeded()
+    return body
 
 
 async def _read_json(upstream: Upstream) -> dict[str, Any]:
@@ -102,15 +217,14 @@ async def _read_json(upstream: Upstream) -> dict[str, Any]:
     return body
 
 
-def _remember_body(svc: EdgeServices, probe: CacheProbe | None, body: dict[str, Any]) -> None:
-    """Store a plain-text answer (not tool calls) for the cache."""
+def _answer_of(body: dict[str, Any], model: str, on_answer: OnAnswer) -> None:
+    """A plain-text answer (not tool calls) goes to ``on_answer``."""
     choices = body.get("choices") or [{}]
     message = choices[0].get("message") or {}
     content = message.get("content")
     if isinstance(content, str) and content and not message.get("tool_calls"):
-        model = body.get("model", svc.settings.core_model)
-        remember(svc, probe, content, choices[0].get("finish_reason") or "stop",
-                 body.get("usage"), model)  # fmt: skip
+        finish = choices[0].get("finish_reason") or "stop"
+        on_answer(Answer(content, finish, body.get("usage"), body.get("model", model)))
 
 
 async def _events(
@@ -142,52 +256,3 @@ async def _events(
 
 def _failed_mid_answer() -> ApiError:
     return ApiError(502, "the core failed while answering", code="upstream_error")
-
-
-async def _relay(
-    svc: EdgeServices,
-    upstream: Upstream,
-    req: ChatCompletionRequest,
-    meta: Meta,
-    probe: CacheProbe | None,
-) -> AsyncGenerator[bytes, None]:
-    """Relay the core's SSE event by event (never buffered), keeping a copy for the cache."""
-    acc = completions.StreamAccumulator()
-    model = svc.settings.core_model
-    events = _events(upstream, acc, svc.settings.sse_keepalive_s)
-    try:
-        async with contextlib.aclosing(events):
-            async for payload, parsed in events:
-                if payload is None:
-                    yield sse.KEEPALIVE
-                    continue
-                if parsed is not None:
-                    model = parsed.get("model", model)
-                    if meta.first_token_s is None and has_content(parsed):
-                        meta.response_model = model
-                        first_token(svc.metrics, meta)  # not the headers: after prefill
-                    if not parsed.get("choices") and "usage" in parsed and not req.include_usage:
-                        continue
-                yield b"data: " + payload.encode() + b"\n\n"
-        if acc.done:
-            upstream.succeeded()
-        else:
-            acc.error = True
-            upstream.failed()
-            yield sse.encode(completions.stream_error("the core ended the stream early"))
-            yield sse.DONE
-    except httpx.HTTPError as exc:
-        acc.error = True
-        upstream.failed()
-        message = f"the core failed mid-stream ({exc})" if isinstance(exc, CoreStalled) else None
-        yield sse.encode(completions.stream_error(message or "the core failed mid-stream"))
-        yield sse.DONE
-    finally:
-        # Here, not after the loop: a client that closes as soon as it reads [DONE] closes
-        # this generator at that last yield, and the answer was still complete.
-        if acc.done or acc.error:
-            observe(svc.metrics, meta, acc.usage, done=True)
-        else:  # the client left: not the core's fault
-            svc.metrics.disconnects.labels("core").inc()
-        if acc.done and acc.complete:
-            remember(svc, probe, acc.content, acc.finish_reason, acc.usage, model)

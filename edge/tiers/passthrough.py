@@ -1,8 +1,7 @@
-"""Forward a request to the core and relay its answer as it is (completions, responses).
+"""Relay a core stream as it is (completions, responses): pure framing checks, no rebuild.
 
-Nothing is rebuilt: a JSON answer keeps every field vLLM wrote, a stream is relayed event by
-event. A stream that breaks or ends without ``[DONE]`` gets an error event, never a silent
-cut. ``CoreUnavailable`` (nothing answered yet) is left to the caller's fallback policy.
+A stream that breaks or ends without its last event gets an error event, never a silent
+cut. Chat streams, which the edge reads (cache, usage), are relayed by ``CoreTier``.
 """
 
 from __future__ import annotations
@@ -13,106 +12,48 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
-from starlette.requests import Request
-from starlette.responses import Response
 
-from edge.replies import Meta, observe, sse_answer
-from edge.services import EdgeServices
-from edge.tenancy.keys import Tenant
+from edge.context import RequestContext
 from edge.upstream.pool import Upstream
 from shared import completions, sse
-from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
+
+# A Responses API stream has no [DONE]: it ends with one of these events.
+_RESPONSE_ENDS = ('"response.completed"', '"response.failed"', '"response.incomplete"')
 
 
-async def forward(
-    request: Request,
-    svc: EdgeServices,
-    meta: Meta,
-    payload: dict[str, Any],
-    *,
-    path: str,
-    tenant: Tenant,
-) -> Response:
-    stream = bool(payload.get("stream"))
-    try:
-        upstream = await cancel_on_disconnect(
-            request.receive,
-            svc.core.send(
-                payload,
-                request_id=meta.request_id,
-                stream=True,  # headers first; the body is read below
-                priority=tenant.core_priority,
-                tenant=tenant.name,
-                path=path,
-            ),
-            on_abandon=Upstream.close,
-        )
-    except ClientDisconnected:
-        svc.metrics.disconnects.labels("core").inc()
-        return Response(status_code=CLIENT_CLOSED)
-    meta.tier = "core"
-    svc.metrics.core_requests.labels(upstream.response.http_version).inc()
-    if stream and upstream.response.headers.get("content-type", "").startswith("text/event-stream"):
-        observe(svc.metrics, meta, None)
-        return sse_answer(_relay(svc, upstream, meta), meta, on_close=upstream.close)
-    try:
-        body = await cancel_on_disconnect(request.receive, _read(upstream))
-    except ClientDisconnected:
-        svc.metrics.disconnects.labels("core").inc()
-        return Response(status_code=CLIENT_CLOSED)
-    except httpx.HTTPError:
-        upstream.failed()
-        raise
-    observe(svc.metrics, meta, _usage(body))
-    return Response(
-        body,
-        status_code=upstream.response.status_code,
-        media_type=upstream.response.headers.get("content-type", "application/json"),
-        headers=meta.headers(),
-    )
-
-
-async def _read(upstream: Upstream) -> bytes:
-    try:
-        body = await upstream.response.aread()
-    finally:
-        await upstream.close()
-    upstream.succeeded()
-    return body
-
-
-def _usage(body: bytes) -> dict[str, Any] | None:
+def usage_of(body: bytes) -> dict[str, Any] | None:
+    """``usage`` of a JSON answer or stream event (Responses API: ``response.usage``)."""
     try:
         data = json.loads(body)
     except ValueError:
         return None
     if not isinstance(data, dict):
         return None
-    usage = data.get("usage") or (data.get("response") or {}).get("usage")  # Responses API
+    usage = data.get("usage") or (data.get("response") or {}).get("usage")
     return usage if isinstance(usage, dict) else None
 
 
-# A Responses API stream has no [DONE]: it ends with one of these events.
-_RESPONSE_ENDS = ('"response.completed"', '"response.failed"', '"response.incomplete"')
-
-
-def _terminal(payload: str) -> bool:
+def terminal(payload: str) -> bool:
     """The event that ends a stream: ``[DONE]`` (chat, completions) or a final response."""
     return payload.strip() == "[DONE]" or any(end in payload[:200] for end in _RESPONSE_ENDS)
 
 
-async def _relay(svc: EdgeServices, upstream: Upstream, meta: Meta) -> AsyncGenerator[bytes, None]:
+async def relay_raw(
+    upstream: Upstream, ctx: RequestContext, usage: dict[str, Any]
+) -> AsyncGenerator[bytes, None]:
+    """The core's bytes as they come; ``usage`` is filled in from the stream's events."""
     decoder = sse.SSEDecoder()
     done = False
-    usage: dict[str, Any] | None = None
     try:
         # chunks(): CoreStalled (an httpx error) past the idle deadline or on a frozen core.
         async with contextlib.aclosing(upstream.chunks()) as chunks:
             async for raw in chunks:
                 for payload in decoder.feed(raw):
-                    done = done or _terminal(payload)
+                    done = done or terminal(payload)
                     if '"usage"' in payload:
-                        usage = _usage(payload.encode()) or usage
+                        usage.update(usage_of(payload.encode()) or {})
+                    if ctx.first_token_s is None and '"text"' in payload:
+                        ctx.first_token()
                 yield raw
         if done:
             upstream.succeeded()
@@ -126,4 +67,3 @@ async def _relay(svc: EdgeServices, upstream: Upstream, meta: Meta) -> AsyncGene
         yield sse.DONE
     finally:
         await upstream.close()
-        observe(svc.metrics, meta, usage, done=True)  # also when closed right after the end

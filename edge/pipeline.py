@@ -1,0 +1,138 @@
+"""The edge's request path, in one place: cache -> route -> tier -> remember.
+
+    rules (model name, parameters the edge model lacks)  -- unknown models fail here
+    cache.lookup   exact words, then embedding + nearest entries + the matcher
+      hit  -> the cached answer
+    router         the learned score (or the length rule), under load and stickiness
+    tier.answer    core (HTTP/2) | local (edge model), each told how to hand back a
+                   complete answer, which cache.remember stores after the response
+    fallback       the core could not take it before its first byte: "auto" falls back to
+                   the edge model (x-edgecore-degraded), a pinned model gets 503
+
+Every stage is built once in the lifespan and passed in, as httpx takes its transport; the
+pipeline holds no per-request state (that is the RequestContext).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import numpy as np
+from starlette.requests import Request
+from starlette.responses import Response
+
+from edge.cache.step import CacheStep
+from edge.context import RequestContext
+from edge.metrics import EdgeMetrics
+from edge.routing.router import Decision, Router, rule
+from edge.settings import EdgeSettings
+from edge.tenancy.keys import Tenant
+from edge.tiers.core import CoreTier
+from edge.tiers.local import LocalTier
+from edge.upstream.pool import CoreUnavailable
+from shared.errors import ApiError
+from shared.parameters import Refusal, refusals
+from shared.schemas import ChatCompletionRequest
+from shared.tracing import traced_sync
+
+
+class EdgePipeline:
+    def __init__(
+        self,
+        cache: CacheStep,
+        router: Router,
+        core: CoreTier,
+        local: LocalTier,
+        metrics: EdgeMetrics,
+        settings: EdgeSettings,
+    ) -> None:
+        self.cache = cache
+        self.router = router
+        self.core = core
+        self.local = local
+        self.metrics = metrics
+        self.settings = settings
+
+    async def handle(
+        self,
+        request: Request,
+        ctx: RequestContext,
+        tenant: Tenant,
+        data: dict[str, Any],
+        req: ChatCompletionRequest,
+    ) -> Response:
+        """One chat completion, from the cache or a tier."""
+        refused = refusals(data, core_multimodal=self.settings.core_multimodal)
+        if "core" in refused:  # no tier could honour it: say which parameter, do no work
+            no = refused["core"]
+            raise ApiError(400, no.message(), code="unsupported_parameter", param=no.param)
+        # Unknown models fail here, before any work; so does a parameter the pinned tier lacks.
+        ruled = self.rules(req, tenant, refused.get("edge"))
+        want_vector = ruled is None and self.router.needs_embedding
+        found = await self.cache.lookup(req, request.headers, ctx, tenant, want_vector=want_vector)
+        if found is not None and found.hit is not None:
+            return self.cache.reply(req, found.hit, ctx)
+        decision = ruled or self.degraded(
+            self.route(req, found.vector if found else None, tenant), ctx
+        )
+        remember = functools.partial(self.cache.remember, found)
+        if decision.tier == "core":
+            try:
+                return await self.core.answer(request, req, data, ctx, tenant, remember)
+            except CoreUnavailable as exc:
+                decision = self.fallback(exc, decision, tenant, ctx)
+        self.metrics.route.labels(decision.tier, decision.reason).inc()
+        return await self.local.answer(request, req, ctx, remember)
+
+    def rules(
+        self, req: ChatCompletionRequest, tenant: Tenant, edge_refusal: Refusal | None
+    ) -> Decision | None:
+        return rule(req, self.router.rules, tenant.route_policy, edge_refusal)
+
+    @traced_sync("edge.route")
+    def route(
+        self, req: ChatCompletionRequest, vector: np.ndarray | None, tenant: Tenant
+    ) -> Decision:
+        """The router's choice for a request no rule decided, under the current load."""
+        router, s = self.router, self.settings
+        if not self.core.pool.candidates():  # every core's breaker is open: saturated
+            router.core_saturated(s.core_saturation_s)
+        if self.local.model is not None:
+            router.edge_queue_high = self.local.model.waiting >= s.edge_queue_high
+        t = time.perf_counter()
+        decision = router.route(req, vector, tenant.route_policy)
+        self.metrics.route_seconds.observe(time.perf_counter() - t)
+        if decision.score is not None:
+            self.metrics.route_score.observe(decision.score)
+        return decision
+
+    def degraded(self, decision: Decision, ctx: RequestContext) -> Decision:
+        if decision.degraded:
+            ctx.degrade(decision.degraded)
+        return decision
+
+    def fallback(
+        self, exc: CoreUnavailable, decision: Decision, tenant: Tenant, ctx: RequestContext
+    ) -> Decision:
+        """The fallback policy: the edge model for "auto", 503 + Retry-After otherwise.
+
+        A client that named the core's model gets that model or an error, never a smaller
+        model in disguise, and so does a request the edge model cannot serve (tools, JSON
+        mode, logprobs); "auto" may fall back, and says so in x-edgecore-degraded.
+        """
+        s = self.settings
+        if exc.reason == "core-saturated":
+            self.router.core_saturated(s.core_saturation_s)
+        pinned = decision.reason in ("model", "features")
+        policy = tenant.degrade or s.core_unavailable_policy
+        if policy == "503" or not self.local.available or pinned:
+            raise ApiError(
+                503,
+                f"the core is unavailable ({exc.reason}); retry later",
+                code="core_unavailable",
+                headers={"retry-after": str(s.retry_after_s)},
+            ) from None
+        ctx.degrade(exc.reason)
+        return Decision("edge", "fallback")
