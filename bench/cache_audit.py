@@ -184,7 +184,7 @@ Config = tuple[float, float]  # (false-hit budget delta, candidate floor)
 def parse_config(text: str) -> Config:
     """``"0.1:0.92"`` -> (0.1, 0.92); ``"0.1"`` keeps the configured candidate floor."""
     delta, _, floor = text.partition(":")
-    return float(delta), float(floor) if floor else EdgeSettings().cache_candidate_floor
+    return float(delta), float(floor) if floor else EdgeSettings().cache.candidate_floor
 
 
 def config_name(config: Config) -> str:

@@ -80,8 +80,8 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
         index=f"bench:ec:{uuid.uuid4().hex[:6]}",
         dim=embedder.dim,
         ttl_s=3600,
-        top_k=settings.cache_top_k,
-        floor=settings.cache_candidate_floor,
+        top_k=settings.cache.top_k,
+        floor=settings.cache.candidate_floor,
     )
     theirs = RedisVLCache(
         name=f"bench_rvl_{uuid.uuid4().hex[:6]}",

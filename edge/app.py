@@ -63,12 +63,12 @@ async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalM
         local = await asyncio.to_thread(
             LocalModel,
             model_dir,
-            threads=settings.edge_threads,
-            max_concurrency=settings.edge_max_concurrency,
-            queue_timeout_s=settings.edge_queue_timeout_s,
-            context_tokens=settings.edge_context_tokens,
-            max_new_tokens=settings.edge_max_new_tokens,
-            repetition_penalty=settings.edge_repetition_penalty,
+            threads=settings.local.threads,
+            max_concurrency=settings.local.max_concurrency,
+            queue_timeout_s=settings.local.queue_timeout_s,
+            context_tokens=settings.local.context_tokens,
+            max_new_tokens=settings.local.max_new_tokens,
+            repetition_penalty=settings.local.repetition_penalty,
         )
     else:
         log.warning("no edge model at %s: every request goes to the core", model_dir)
@@ -95,18 +95,18 @@ def _router(settings: EdgeSettings, model: RouterModel | None) -> Router:
         auto_model=settings.auto_model,
         edge_model=settings.edge_model,
         core_model=settings.core_model,
-        max_prompt_chars=settings.route_max_prompt_chars,
-        max_tokens=settings.route_max_tokens,
-        edge_context_tokens=settings.edge_context_tokens,
-        policy=settings.route_policy,
+        max_prompt_chars=settings.route.max_prompt_chars,
+        max_tokens=settings.route.max_tokens,
+        edge_context_tokens=settings.local.context_tokens,
+        policy=settings.route.policy,
     )
     calibration = Calibration(
-        mode=settings.route_mode,
-        core_share=settings.route_core_share,
-        threshold=settings.route_threshold,
-        window=settings.route_window,
-        band=settings.route_band,
-        sticky_margin=settings.route_sticky_margin,
+        mode=settings.route.mode,
+        core_share=settings.route.core_share,
+        threshold=settings.route.threshold,
+        window=settings.route.window,
+        band=settings.route.band,
+        sticky_margin=settings.route.sticky_margin,
     )
     return Router(rules, model, calibration)
 
@@ -132,41 +132,41 @@ def create_app(settings: EdgeSettings) -> Starlette:
             socket_connect_timeout=settings.redis_timeout_s,
         )
         cache: SemanticCache | None = None
-        if settings.cache_enabled and embedder is not None:
+        if settings.cache.enabled and embedder is not None:
             cache = SemanticCache(
                 redis,
-                index=settings.cache_index,
+                index=settings.cache.index,
                 dim=embedder.dim,
-                ttl_s=settings.cache_ttl_s,
-                top_k=settings.cache_top_k,
-                floor=settings.cache_candidate_floor,
+                ttl_s=settings.cache.ttl_s,
+                top_k=settings.cache.top_k,
+                floor=settings.cache.candidate_floor,
                 retry_after_s=settings.retry_after_s,
             )
         core = CorePool(
             [(c.url, c.priority) for c in settings.core_specs()],
             timeouts=Timeouts(
-                connect_s=settings.core_connect_timeout_s,
-                first_byte_s=settings.core_first_byte_timeout_s,
-                idle_s=settings.core_idle_timeout_s,
-                first_byte_per_1k_chars_s=settings.core_first_byte_per_1k_chars_s,
-                probe_s=settings.core_probe_timeout_s,
+                connect_s=settings.core.connect_timeout_s,
+                first_byte_s=settings.core.first_byte_timeout_s,
+                idle_s=settings.core.idle_timeout_s,
+                first_byte_per_1k_chars_s=settings.core.first_byte_per_1k_chars_s,
+                probe_s=settings.core.probe_timeout_s,
             ),
-            streams_per_connection=settings.core_streams_per_connection,
-            max_connections=settings.core_max_connections,
-            breaker_threshold=settings.core_breaker_threshold,
-            breaker_cooldown_s=settings.core_breaker_cooldown_s,
-            probe_failures=settings.core_probe_failures,
-            probe_successes=settings.core_probe_successes,
-            ca_file=settings.core_ca_file,
-            token=settings.core_token.get_secret_value() if settings.core_token else None,
+            streams_per_connection=settings.core.streams_per_connection,
+            max_connections=settings.core.max_connections,
+            breaker_threshold=settings.core.breaker_threshold,
+            breaker_cooldown_s=settings.core.breaker_cooldown_s,
+            probe_failures=settings.core.probe_failures,
+            probe_successes=settings.core.probe_successes,
+            ca_file=settings.core.ca_file,
+            token=settings.core.token.get_secret_value() if settings.core.token else None,
             client_cert=(
-                (settings.core_client_certfile, settings.core_client_keyfile)
-                if settings.core_client_certfile and settings.core_client_keyfile
+                (settings.core.client_certfile, settings.core.client_keyfile)
+                if settings.core.client_certfile and settings.core.client_keyfile
                 else None
             ),
         )
         await core.probe()
-        probes = asyncio.create_task(core.probe_forever(settings.core_probe_interval_s))
+        probes = asyncio.create_task(core.probe_forever(settings.core.probe_interval_s))
         router = _router(settings, router_model if embedder is not None else None)
         metrics = EdgeMetrics.create()
         if local is not None:
@@ -174,20 +174,25 @@ def create_app(settings: EdgeSettings) -> Starlette:
             metrics.edge_model_waiting.set_function(lambda: local.waiting)
             metrics.edge_model_cancelled.set_function(lambda: local.cancelled)
         # The stages, built once: the pipeline composes them for every request.
-        cache_step = CacheStep(cache, embedder, load_matcher(settings, metrics), metrics, settings)
+        cache_step = CacheStep(
+            cache, embedder, load_matcher(settings, metrics), metrics, settings.cache,
+            redis_timeout_s=settings.redis_timeout_s,
+        )  # fmt: skip
         pipeline = EdgePipeline(
             cache_step,
             router,
-            CoreTier(core, metrics, settings),
-            LocalTier(local, metrics, settings),
+            CoreTier(core, metrics, settings.core, model=settings.core_model),
+            LocalTier(
+                local, metrics, name=settings.edge_model, retry_after_s=settings.retry_after_s
+            ),
             metrics,
             settings,
         )
         app.state.edge = EdgeServices(settings, metrics, pipeline, keys, Limiter(redis))
         app.state.openapi = openapi(
             [settings.auto_model, settings.edge_model, settings.core_model],
-            settings.max_messages,
-            [settings.embed_model, *settings.core_embed_models],
+            settings.limits.max_messages,
+            [settings.embed_model, *settings.core.embed_models],
         )
         if embedder is not None:
             embedder.start()

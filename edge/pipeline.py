@@ -64,7 +64,7 @@ class EdgePipeline:
         req: ChatCompletionRequest,
     ) -> Response:
         """One chat completion, from the cache or a tier."""
-        refused = refusals(data, core_multimodal=self.settings.core_multimodal)
+        refused = refusals(data, core_multimodal=self.settings.core.multimodal)
         if "core" in refused:  # no tier could honour it: say which parameter, do no work
             no = refused["core"]
             raise ApiError(400, no.message(), code="unsupported_parameter", param=no.param)
@@ -98,9 +98,9 @@ class EdgePipeline:
         """The router's choice for a request no rule decided, under the current load."""
         router, s = self.router, self.settings
         if not self.core.pool.candidates():  # every core's breaker is open: saturated
-            router.core_saturated(s.core_saturation_s)
+            router.core_saturated(s.route.saturation_s)
         if self.local.model is not None:
-            router.edge_queue_high = self.local.model.waiting >= s.edge_queue_high
+            router.edge_queue_high = self.local.model.waiting >= s.route.edge_queue_high
         t = time.perf_counter()
         decision = router.route(req, vector, tenant.route_policy)
         self.metrics.route_seconds.observe(time.perf_counter() - t)
@@ -124,9 +124,9 @@ class EdgePipeline:
         """
         s = self.settings
         if exc.reason == "core-saturated":
-            self.router.core_saturated(s.core_saturation_s)
+            self.router.core_saturated(s.route.saturation_s)
         pinned = decision.reason in ("model", "features")
-        policy = tenant.degrade or s.core_unavailable_policy
+        policy = tenant.degrade or s.core.unavailable_policy
         if policy == "503" or not self.local.available or pinned:
             raise ApiError(
                 503,

@@ -202,7 +202,12 @@ def test_without_a_verifier_only_exact_repeats_are_served(
     assert (match.serve, match.reason) == (False, "exact_only")
     assert matcher.threshold > 1.0
     # An operator may opt in to cosine alone; contrasts are still told apart.
-    cosine = load_matcher(settings.model_copy(update={"cache_min_similarity": 0.95}), metrics)
+    cosine = load_matcher(
+        settings.model_copy(
+            update={"cache": settings.cache.model_copy(update={"min_similarity": 0.95})}
+        ),
+        metrics,
+    )
     assert cosine.semantic
     assert metrics.registry.get_sample_value("edgecore_cache_semantic_enabled") == 1.0
     assert cosine.decide(q, "How can I reset my password?", [near]).reason == "cosine"

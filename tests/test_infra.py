@@ -28,7 +28,7 @@ from core.app import CoreMetrics
 from core.profiles import load_profile, profile_names
 from core.settings import CoreSettings, EngineConfig
 from edge.metrics import EdgeMetrics
-from edge.settings import EdgeSettings
+from edge.settings import EdgeSettings, legacy_names
 from shared.prom import ScrapedCounter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -341,6 +341,8 @@ ENV_NAME = re.compile(r"EDGECORE_(EDGE|CORE)_([A-Z0-9]+(?:__?[A-Z0-9]+)*)")
 
 def _valid_setting(service: str, rest: str) -> bool:
     model: Any = EdgeSettings if service == "EDGE" else CoreSettings
+    if service == "EDGE" and rest.lower() in legacy_names():  # a flat name of a section field
+        return True
     for part in rest.lower().split("__"):
         if model is None:  # nested past a field that is not a settings model
             return False
@@ -367,7 +369,7 @@ def test_values_settings_keys_are_fields() -> None:
     for path in [CHART / "values.yaml", *VALUES]:
         values = yaml.safe_load(path.read_text())
         for key in values.get("edge", {}).get("settings", {}) or {}:
-            assert key in EdgeSettings.model_fields, (path.name, key)
+            assert key in EdgeSettings.model_fields or key in legacy_names(), (path.name, key)
         for key in values.get("core", {}).get("settings", {}) or {}:
             assert key in CoreSettings.model_fields, (path.name, key)
 

@@ -56,14 +56,19 @@ def cmd_eval_cache(args: argparse.Namespace) -> int:
     from edge.settings import EdgeSettings
 
     settings = EdgeSettings()  # EDGECORE_EDGE_* apply, as at the edge
-    update: dict[str, object] = {"models_dir": args.models_dir or args.home / "models"}
+    cache: dict[str, object] = {}
     if args.false_hit_budget is not None:
-        update["cache_false_hit_budget"] = args.false_hit_budget
+        cache["false_hit_budget"] = args.false_hit_budget
     if args.candidate_floor is not None:
-        update["cache_candidate_floor"] = args.candidate_floor
+        cache["candidate_floor"] = args.candidate_floor
     if args.cross_encoder is not None:
-        update["cache_cross_encoder"] = args.cross_encoder
-    settings = settings.model_copy(update=update)
+        cache["cross_encoder"] = args.cross_encoder
+    settings = settings.model_copy(
+        update={
+            "models_dir": args.models_dir or args.home / "models",
+            "cache": settings.cache.model_copy(update=cache),
+        }
+    )
     embedder = Embedder(settings.embed_model_dir(), threads=args.threads)
     try:
         with threadpool_limits(limits=settings.blas_threads, user_api="blas"):  # as at the edge

@@ -166,13 +166,13 @@ class Matcher:
 
 
 def _without_verifier(settings: EdgeSettings) -> str:
-    if settings.cache_min_similarity is None:
+    if settings.cache.min_similarity is None:
         return (
             "SEMANTIC CACHE OFF: only word-for-word repeats are served "
             "(run `edgecore models prepare` with the cache training data to enable it)"
         )
     return (
-        f"cache hits need cosine >= {settings.cache_min_similarity:.2f} alone "
+        f"cache hits need cosine >= {settings.cache.min_similarity:.2f} alone "
         "(CACHE_MIN_SIMILARITY): opposite questions embed that close, some will be served"
     )
 
@@ -187,7 +187,7 @@ def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> 
     verifier: Verifier | None = None
     if (settings.verifier_dir() / ARTIFACT).exists():
         try:
-            cross = settings.cross_encoder_dir() if settings.cache_cross_encoder else None
+            cross = settings.cross_encoder_dir() if settings.cache.cross_encoder else None
             verifier = Verifier.load(settings.verifier_dir(), cross)
         except Exception as exc:  # never serve on a verifier (or calibration) we cannot trust
             log.error("cache verifier unusable (%s): %s", exc, _without_verifier(settings))
@@ -196,13 +196,13 @@ def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> 
             "no cache verifier in %s: %s", settings.verifier_dir(), _without_verifier(settings)
         )
     policy = MatchPolicy(
-        floor=settings.cache_candidate_floor,
-        delta=settings.cache_false_hit_budget,
-        prior_strength=settings.cache_prior_strength,
-        explore_rate=settings.cache_explore_rate,
-        min_similarity=settings.cache_min_similarity,
+        floor=settings.cache.candidate_floor,
+        delta=settings.cache.false_hit_budget,
+        prior_strength=settings.cache.prior_strength,
+        explore_rate=settings.cache.explore_rate,
+        min_similarity=settings.cache.min_similarity,
     )
     matcher = Matcher(verifier, policy)
     if metrics is not None:
-        metrics.cache_semantic_enabled.set(int(matcher.semantic and settings.cache_enabled))
+        metrics.cache_semantic_enabled.set(int(matcher.semantic and settings.cache.enabled))
     return matcher

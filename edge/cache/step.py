@@ -30,7 +30,7 @@ from edge.context import RequestContext
 from edge.embedder import BatchingEmbedder
 from edge.metrics import EdgeMetrics
 from edge.replies import json_answer, once, sse_answer, text_events
-from edge.settings import EdgeSettings
+from edge.settings import CacheSettings
 from edge.tenancy.keys import Tenant
 from shared import completions
 from shared.schemas import ChatCompletionRequest
@@ -86,9 +86,12 @@ class CacheStep:
         embedder: BatchingEmbedder | None,
         matcher: Matcher,
         metrics: EdgeMetrics,
-        settings: EdgeSettings,
+        settings: CacheSettings,
+        *,
+        redis_timeout_s: float,
     ) -> None:
         self.store = store
+        self.redis_timeout_s = redis_timeout_s
         self.embedder = embedder
         self.matcher = matcher
         self.metrics = metrics
@@ -155,7 +158,7 @@ class CacheStep:
         """The conversation's embedding (the cache's and the router's); None on failure."""
         if self.embedder is None:
             return None
-        text = cache_key.conversation_text(req.messages, self.settings.cache_context_messages)
+        text = cache_key.conversation_text(req.messages, self.settings.context_messages)
         t = time.perf_counter()
         try:
             return await asyncio.wait_for(self.embedder.embed(text), timeout=2.0)
@@ -181,9 +184,7 @@ class CacheStep:
             return None
         directive = directive_of(headers)
         # A tenant may opt in to caching sampled (temperature > 0) answers.
-        only_deterministic = (
-            self.settings.cache_only_deterministic and not tenant.cache_nondeterministic
-        )
+        only_deterministic = self.settings.only_deterministic and not tenant.cache_nondeterministic
         if directive == "off" or not cache_key.is_cacheable(
             req, only_deterministic=only_deterministic
         ):
@@ -209,7 +210,7 @@ class CacheStep:
             read=directive == "on",
             text=req.messages[-1].text(),
             tenant=tenant.name,
-            max_entries=tenant.cache_max_entries or self.settings.cache_max_entries_per_tenant,
+            max_entries=tenant.cache_max_entries or self.settings.max_entries_per_tenant,
         )
         if not found.read:
             ctx.cache = "refresh"
@@ -220,7 +221,7 @@ class CacheStep:
                 self.store.lookup_exact(
                     partition=found.partition, context=found.context, text=found.text
                 ),
-                self.settings.redis_timeout_s,
+                self.redis_timeout_s,
             )
         except (TimeoutError, CacheUnavailable):
             self._failed(ctx)
@@ -249,7 +250,7 @@ class CacheStep:
         try:
             near = await asyncio.wait_for(
                 self.store.lookup(vector, partition=found.partition, context=found.context),
-                self.settings.redis_timeout_s,
+                self.redis_timeout_s,
             )
         except (TimeoutError, CacheUnavailable):
             self._failed(ctx)
@@ -296,11 +297,11 @@ class CacheStep:
         if self.embedder is None:
             return False
         a, b = await asyncio.gather(self.embedder.embed(cached), self.embedder.embed(fresh))
-        return float(np.dot(a, b)) >= self.settings.cache_answer_agreement
+        return float(np.dot(a, b)) >= self.settings.answer_agreement
 
     async def _store(self, found: CacheLookup, vector: np.ndarray, answer: Answer) -> None:
         assert self.store is not None
-        store, timeout = self.store, self.settings.redis_timeout_s * 4
+        store, timeout = self.store, self.redis_timeout_s * 4
         entry = CachedAnswer(
             content=answer.content, finish_reason=answer.finish_reason or "stop",
             usage=answer.usage, model=answer.model, prompt=found.text,

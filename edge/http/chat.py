@@ -49,28 +49,28 @@ async def chat_completions(request: Request) -> Response:
 
 def _token_estimate(req: ChatCompletionRequest, s: EdgeSettings) -> int:
     """Charged against tokens-per-minute up front: ~4 characters per token plus the output."""
-    return len(req.prompt_text()) // 4 + (req.output_limit or s.edge_max_new_tokens)
+    return len(req.prompt_text()) // 4 + (req.output_limit or s.local.max_new_tokens)
 
 
 def _check_limits(req: ChatCompletionRequest, s: EdgeSettings) -> None:
-    if len(req.messages) > s.max_messages:
+    if len(req.messages) > s.limits.max_messages:
         raise ApiError(
             400,
-            f"too many messages: at most {s.max_messages}",
+            f"too many messages: at most {s.limits.max_messages}",
             param="messages",
             code="too_many_messages",
         )
-    if req.output_limit is not None and req.output_limit > s.max_output_tokens:
+    if req.output_limit is not None and req.output_limit > s.limits.max_output_tokens:
         raise ApiError(
             400,
-            f"max_tokens may be at most {s.max_output_tokens}",
+            f"max_tokens may be at most {s.limits.max_output_tokens}",
             param="max_tokens",
             code="max_tokens_too_large",
         )
-    if len(req.prompt_text()) > s.max_prompt_chars:
+    if len(req.prompt_text()) > s.limits.max_prompt_chars:
         raise ApiError(
             400,
-            f"prompt too long: at most {s.max_prompt_chars} characters",
+            f"prompt too long: at most {s.limits.max_prompt_chars} characters",
             param="messages",
             code="context_length_exceeded",
         )

@@ -47,14 +47,14 @@ async def _handle(
 ) -> Response:
     s, pipeline = svc.settings, svc.pipeline
     req, data, tenant = admitted.req, admitted.data, admitted.tenant
-    if req.max_tokens is not None and req.max_tokens > s.max_output_tokens:
+    if req.max_tokens is not None and req.max_tokens > s.limits.max_output_tokens:
         raise ApiError(
-            400, f"max_tokens may be at most {s.max_output_tokens}", param="max_tokens",
+            400, f"max_tokens may be at most {s.limits.max_output_tokens}", param="max_tokens",
             code="max_tokens_too_large",
         )  # fmt: skip
-    if len(str(req.prompt)) > s.max_prompt_chars:
+    if len(str(req.prompt)) > s.limits.max_prompt_chars:
         raise ApiError(
-            400, f"prompt too long: at most {s.max_prompt_chars} characters", param="prompt",
+            400, f"prompt too long: at most {s.limits.max_prompt_chars} characters", param="prompt",
             code="context_length_exceeded",
         )  # fmt: skip
     refused = completion_refusals(data)

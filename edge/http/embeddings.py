@@ -36,7 +36,7 @@ async def embeddings(request: Request) -> Response:
     admitted = await admit(request, svc, ctx, EmbeddingRequest, tokens=_tokens)
     try:
         req = admitted.req
-        if req.model in svc.settings.core_embed_models:
+        if req.model in svc.settings.core.embed_models:
             ctx.tier = "core"
             body = await _from_core(svc, admitted.data, ctx.request_id)
         else:
@@ -52,7 +52,7 @@ async def embeddings(request: Request) -> Response:
 async def _from_edge(svc: EdgeServices, req: EmbeddingRequest, data: dict[str, Any]) -> Any:
     s = svc.settings
     if req.model != s.embed_model:
-        known = ", ".join([s.embed_model, *s.core_embed_models])
+        known = ", ".join([s.embed_model, *s.core.embed_models])
         raise ApiError(
             404,
             f"The embedding model '{req.model}' does not exist. Available: {known}.",
@@ -99,17 +99,17 @@ def _checked(inputs: list[str | list[int]], svc: EdgeServices) -> list[str | lis
     vocab = svc.embedder.vocab_size if svc.embedder else 0
     if not inputs:
         raise ApiError(400, "input must not be empty", param="input", code="invalid_value")
-    if len(inputs) > s.embed_max_inputs:
+    if len(inputs) > s.limits.embed_max_inputs:
         raise ApiError(
-            400, f"at most {s.embed_max_inputs} inputs per request", param="input",
+            400, f"at most {s.limits.embed_max_inputs} inputs per request", param="input",
             code="too_many_inputs",
         )  # fmt: skip
     for i, x in enumerate(inputs):
         if not x:
             raise ApiError(400, f"input[{i}] is empty", param="input", code="invalid_value")
-        if isinstance(x, str) and len(x) > s.embed_max_input_chars:
+        if isinstance(x, str) and len(x) > s.limits.embed_max_input_chars:
             raise ApiError(
-                400, f"input[{i}] is longer than {s.embed_max_input_chars} characters",
+                400, f"input[{i}] is longer than {s.limits.embed_max_input_chars} characters",
                 param="input", code="context_length_exceeded",
             )  # fmt: skip
         if isinstance(x, list) and any(t < 0 or t >= vocab for t in x):

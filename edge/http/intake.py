@@ -56,7 +56,7 @@ async def admit(
     try:
         tenant = svc.keys.resolve(request.headers.get("authorization"))
         ctx.tenant = tenant.name  # hashed in the access log
-        body = await read_body(request, s.max_body_bytes, timeout=s.body_timeout_s)
+        body = await read_body(request, s.limits.max_body_bytes, timeout=s.limits.body_timeout_s)
         data = json_object(body)
         try:
             req = schema.model_validate(data)

@@ -38,7 +38,7 @@ async def responses(request: Request) -> Response:
     s = svc.settings
     ctx = new_context(request, svc, "core", "responses")
     ctx.cache = "bypass"
-    if not s.core_responses:
+    if not s.core.responses:
         exc = _not_served()
         failed(ctx, exc)
         raise exc

@@ -22,7 +22,7 @@ from edge.cache.step import Answer
 from edge.context import RequestContext
 from edge.metrics import EdgeMetrics
 from edge.replies import has_content, json_answer, sse_answer
-from edge.settings import EdgeSettings
+from edge.settings import UpstreamSettings
 from edge.tenancy.keys import Tenant
 from edge.tiers.passthrough import relay_raw, usage_of
 from edge.upstream.pool import CorePool, CoreStalled, Upstream
@@ -48,8 +48,11 @@ def upstream_payload(
 
 
 class CoreTier:
-    def __init__(self, pool: CorePool, metrics: EdgeMetrics, settings: EdgeSettings) -> None:
+    def __init__(
+        self, pool: CorePool, metrics: EdgeMetrics, settings: UpstreamSettings, *, model: str
+    ) -> None:
         self.pool = pool
+        self.model = model  # the core's model name
         self.metrics = metrics
         self.settings = settings
 
@@ -64,7 +67,7 @@ class CoreTier:
         on_answer: OnAnswer,
     ) -> Response:
         """A chat completion from the core; ``on_answer`` gets a complete plain answer."""
-        payload = upstream_payload(data, req, self.settings.core_model)
+        payload = upstream_payload(data, req, self.model)
         t = time.perf_counter()
         upstream = await self._open(request, ctx, payload, tenant, "/v1/chat/completions")
         if upstream is None:
@@ -81,7 +84,7 @@ class CoreTier:
             self.metrics.disconnects.labels("core").inc()
             return Response(status_code=CLIENT_CLOSED)
         ctx.tier_wait_s = time.perf_counter() - t  # the whole answer is the core's time
-        _answer_of(body, self.settings.core_model, on_answer)
+        _answer_of(body, self.model, on_answer)
         return json_answer(body, ctx)
 
     async def forward(
@@ -138,7 +141,7 @@ class CoreTier:
             self.metrics.disconnects.labels("core").inc()
             return None
         ctx.tier = "core"
-        ctx.response_model = self.settings.core_model
+        ctx.response_model = self.model
         self.metrics.core_requests.labels(upstream.response.http_version).inc()
         return upstream
 
@@ -151,7 +154,7 @@ class CoreTier:
         on_answer: OnAnswer,
     ) -> AsyncGenerator[bytes, None]:
         """Relay the core's SSE event by event (never buffered), keeping a copy for the cache."""
-        model = self.settings.core_model
+        model = self.model
         events = _events(upstream, acc, self.settings.sse_keepalive_s)
         try:
             async with contextlib.aclosing(events):

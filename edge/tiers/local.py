@@ -20,7 +20,6 @@ from edge.cache.step import Answer
 from edge.context import RequestContext
 from edge.metrics import EdgeMetrics
 from edge.replies import json_answer, sse_answer, text_events
-from edge.settings import EdgeSettings
 from edge.tiers.local_model import EdgeBusy, Generation, LocalModel, PromptTooLong
 from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
@@ -41,11 +40,17 @@ class _Started:
 
 class LocalTier:
     def __init__(
-        self, model: LocalModel | None, metrics: EdgeMetrics, settings: EdgeSettings
+        self,
+        model: LocalModel | None,
+        metrics: EdgeMetrics,
+        *,
+        name: str,
+        retry_after_s: int,
     ) -> None:
         self.model = model
         self.metrics = metrics
-        self.settings = settings
+        self.name = name  # the edge model's name in answers
+        self.retry_after_s = retry_after_s
 
     @property
     def available(self) -> bool:
@@ -64,7 +69,7 @@ class LocalTier:
         if isinstance(started, Response):
             return started
         rest, gen, t = started.rest, started.gen, started.t
-        model, cid = self.settings.edge_model, completions.new_id()
+        model, cid = self.name, completions.new_id()
 
         def finish() -> tuple[str, dict[str, int]]:
             return gen.finish_reason, completions.usage(gen.prompt_tokens, gen.completion_tokens)
@@ -121,7 +126,7 @@ class LocalTier:
         if isinstance(started, Response):
             return started
         rest, gen, t = started.rest, started.gen, started.t
-        model, cid, created = self.settings.edge_model, completions.new_text_id(), int(time.time())
+        model, cid, created = self.name, completions.new_text_id(), int(time.time())
 
         def usage() -> dict[str, int]:
             return completions.usage(gen.prompt_tokens, gen.completion_tokens)
@@ -174,14 +179,13 @@ class LocalTier:
     ) -> _Started | Response:
         """Start generating and wait for the first token, or a 499 response when the
         client left meanwhile."""
-        s = self.settings
         if self.model is None:
             raise ApiError(
                 503, "the edge model is not loaded", code="edge_unavailable",
-                headers={"retry-after": str(s.retry_after_s)},
+                headers={"retry-after": str(self.retry_after_s)},
             )  # fmt: skip
         ctx.tier = "edge"
-        ctx.response_model = s.edge_model
+        ctx.response_model = self.name
         gen = Generation()
         deltas = self.model.stream(req, gen, raw_prompt=raw_prompt)
         t = time.perf_counter()
@@ -195,7 +199,7 @@ class LocalTier:
         except EdgeBusy:
             raise ApiError(
                 503, "the edge model is busy; retry later", code="edge_busy",
-                headers={"retry-after": str(s.retry_after_s)},
+                headers={"retry-after": str(self.retry_after_s)},
             ) from None  # fmt: skip
         except PromptTooLong as exc:
             raise ApiError(400, str(exc), param=param, code="context_length_exceeded") from None
