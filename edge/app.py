@@ -28,7 +28,7 @@ from edge.http.responses import responses
 from edge.metrics import EdgeMetrics
 from edge.pipeline import EdgePipeline
 from edge.routing.model import RouterModel
-from edge.routing.router import Calibration, Router, RouteRules
+from edge.routing.router import Router, RouteRules, ThresholdPolicy
 from edge.services import EdgeServices
 from edge.settings import EdgeSettings
 from edge.tenancy.keys import KeyStore
@@ -100,7 +100,7 @@ def _router(settings: EdgeSettings, model: RouterModel | None) -> Router:
         edge_context_tokens=settings.local.context_tokens,
         policy=settings.route.policy,
     )
-    calibration = Calibration(
+    calibration = ThresholdPolicy(
         mode=settings.route.mode,
         core_share=settings.route.core_share,
         threshold=settings.route.threshold,

@@ -17,6 +17,16 @@ from shared import accesslog
 
 
 @dataclass
+class Answer:
+    """A complete answer a tier produced: what the pipeline hands the cache to remember."""
+
+    content: str
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+    model: str
+
+
+@dataclass
 class RequestContext:
     request_id: str
     started: float  # perf_counter at arrival

@@ -21,7 +21,7 @@ from edge.cache.pair_checks import (
     opposite_words,
     told_apart_by,
 )
-from edge.cache.verifier import Calibration, Stack, Verifier, calibrate, stacked
+from edge.cache.verifier import PrecisionCurve, Stack, Verifier, calibrate, stacked
 from edge.embedder import Embedder
 from shared.completions import cached_usage
 
@@ -40,7 +40,7 @@ def cosine_verifier() -> Verifier:
     w[2 * DIM + LEXICAL.index("cosine"), 0] = 40.0
     b = np.array([-36.0], dtype=np.float32)  # P = 0.5 at cosine 0.9
     scores = np.linspace(0.0, 1.0, 101, dtype=np.float32)
-    calibration = Calibration(scores, np.clip(scores, 0.5, 1.0))  # precision == score
+    calibration = PrecisionCurve(scores, np.clip(scores, 0.5, 1.0))  # precision == score
     return Verifier([[(w, b)]], np.zeros(n), np.ones(n), calibration, {"version": "test"})
 
 

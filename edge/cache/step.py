@@ -26,7 +26,7 @@ from starlette.responses import Response
 from edge.cache import keys as cache_key
 from edge.cache.match import Match, Matcher, normalize
 from edge.cache.store import CachedAnswer, CacheUnavailable, SemanticCache
-from edge.context import RequestContext
+from edge.context import Answer, RequestContext
 from edge.embedder import BatchingEmbedder
 from edge.metrics import EdgeMetrics
 from edge.replies import json_answer, once, sse_answer, text_events
@@ -37,16 +37,6 @@ from shared.schemas import ChatCompletionRequest
 from shared.tracing import traced
 
 log = logging.getLogger("edgecore.edge.cache")
-
-
-@dataclass
-class Answer:
-    """What a tier answered, as the cache stores it."""
-
-    content: str
-    finish_reason: str | None
-    usage: dict[str, Any] | None
-    model: str
 
 
 @dataclass

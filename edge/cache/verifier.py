@@ -75,7 +75,7 @@ def stacked(mlp: np.ndarray, cross: np.ndarray, stack: Stack) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Calibration:
+class PrecisionCurve:
     """Held-out precision of "serve when score >= p", for increasing p."""
 
     scores: np.ndarray
@@ -102,7 +102,7 @@ class Verifier:
         members: list[Layers],
         mean: np.ndarray,
         std: np.ndarray,
-        calibration: Calibration,
+        calibration: PrecisionCurve,
         meta: dict[str, object],
         *,
         stack: Stack | None = None,
@@ -171,7 +171,7 @@ class Verifier:
         data = np.load(folder / ARTIFACT)
         meta = json.loads((folder / META).read_text()) if (folder / META).exists() else {}
         stack, cross = None, None
-        calibration = Calibration(data["cal_scores"], data["cal_precision"])
+        calibration = PrecisionCurve(data["cal_scores"], data["cal_precision"])
         if cross_dir is not None:
             if "stack" not in data:
                 raise ValueError(f"{folder} was not fitted with a cross-encoder")
@@ -183,7 +183,7 @@ class Verifier:
                 )
             cross = CrossEncoder(cross_dir)
             stack = Stack(*(float(x) for x in data["stack"]))
-            calibration = Calibration(data["stack_cal_scores"], data["stack_cal_precision"])
+            calibration = PrecisionCurve(data["stack_cal_scores"], data["stack_cal_precision"])
         shape = data["shape"]  # (members, layers)
         members = [
             [(data[f"m{j}w{i}"], data[f"m{j}b{i}"]) for i in range(int(shape[1]))]
@@ -191,7 +191,7 @@ class Verifier:
         ]
         return cls(members, data["mean"], data["std"], calibration, meta, stack=stack, cross=cross)
 
-    def save(self, folder: Path, *, mlp_calibration: Calibration | None = None) -> None:
+    def save(self, folder: Path, *, mlp_calibration: PrecisionCurve | None = None) -> None:
         """``mlp_calibration``: for a stacked verifier, the MLP's own (served without it)."""
         folder.mkdir(parents=True, exist_ok=True)
         arrays: dict[str, np.ndarray] = {
@@ -216,7 +216,7 @@ class Verifier:
         (folder / META).write_text(json.dumps(self.meta, indent=2) + "\n")
 
 
-def calibrate(scores: np.ndarray, labels: np.ndarray, z: float = 1.645) -> Calibration:
+def calibrate(scores: np.ndarray, labels: np.ndarray, z: float = 1.645) -> PrecisionCurve:
     """Precision of serving every pair at or above each score (held-out pairs).
 
     The Wilson lower bound (one-sided 95 % by default), not the plain ratio: a threshold
@@ -234,4 +234,4 @@ def calibrate(scores: np.ndarray, labels: np.ndarray, z: float = 1.645) -> Calib
     # precise (the verifier ranks), so the bound may only rise: small top slices, whose
     # Wilson bound is low for lack of pairs, inherit the bound of larger ones below them.
     s, precision = s[::-1], np.maximum.accumulate(precision[::-1])
-    return Calibration(s.astype(np.float32), precision.astype(np.float32))
+    return PrecisionCurve(s.astype(np.float32), precision.astype(np.float32))

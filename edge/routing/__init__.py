@@ -1,1 +1,6 @@
-"""edge/routing."""
+"""Which tier answers a cache miss: rules first, then the learned score and the load."""
+
+from edge.routing.model import RouterModel
+from edge.routing.router import Decision, Router, RouteRules, ThresholdPolicy, rule
+
+__all__ = ["Decision", "RouteRules", "Router", "RouterModel", "ThresholdPolicy", "rule"]

@@ -52,7 +52,7 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class Calibration:
+class ThresholdPolicy:
     mode: Literal["quantile", "fixed"] = "quantile"
     core_share: float = 0.3  # quantile mode: target share of routed traffic for the core
     threshold: float = 0.5  # fixed mode: on P(large needed)
@@ -138,7 +138,7 @@ class Router:
         self,
         rules: RouteRules,
         model: RouterModel | None,
-        calibration: Calibration,
+        calibration: ThresholdPolicy,
         *,
         max_conversations: int = 100_000,
     ) -> None:

@@ -18,8 +18,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.cache.step import Answer
-from edge.context import RequestContext
+from edge.context import Answer, RequestContext
 from edge.metrics import EdgeMetrics
 from edge.replies import has_content, json_answer, sse_answer
 from edge.settings import UpstreamSettings

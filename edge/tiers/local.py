@@ -16,8 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.cache.step import Answer
-from edge.context import RequestContext
+from edge.context import Answer, RequestContext
 from edge.metrics import EdgeMetrics
 from edge.replies import json_answer, sse_answer, text_events
 from edge.tiers.local_model import EdgeBusy, Generation, LocalModel, PromptTooLong
