@@ -145,7 +145,7 @@ def trained_verifier(models_dir: Path) -> Path:
     if not (folder / "verifier.npz").exists():
         pytest.skip(
             f"no cache verifier in {folder}: ../shared/data/cache was absent when the models "
-            "were prepared, so the edge matches by cosine alone"
+            "were prepared, so the edge serves exact repeats only"
         )
     return folder
 
