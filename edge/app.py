@@ -28,7 +28,7 @@ from edge.http.responses import responses
 from edge.metrics import EdgeMetrics
 from edge.pipeline import EdgePipeline
 from edge.routing.model import RouterModel
-from edge.routing.router import Router, RouteRules, ThresholdPolicy
+from edge.routing.router import Router, RouteRules
 from edge.services import EdgeServices
 from edge.settings import EdgeSettings
 from edge.tenancy.keys import KeyStore
@@ -100,15 +100,7 @@ def _router(settings: EdgeSettings, model: RouterModel | None) -> Router:
         edge_context_tokens=settings.local.context_tokens,
         policy=settings.route.policy,
     )
-    calibration = ThresholdPolicy(
-        mode=settings.route.mode,
-        core_share=settings.route.core_share,
-        threshold=settings.route.threshold,
-        window=settings.route.window,
-        band=settings.route.band,
-        sticky_margin=settings.route.sticky_margin,
-    )
-    return Router(rules, model, calibration)
+    return Router(rules, model, settings.route)  # the route section, whole
 
 
 def create_app(settings: EdgeSettings) -> Starlette:

@@ -97,6 +97,9 @@ class RouteSettings(BaseModel):
     core_share: float = Field(default=0.3, ge=0.0, le=1.0)
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
     window: int = Field(default=2000, ge=10)
+    min_samples: int = Field(
+        default=50, ge=1, description="Scores seen before the quantile threshold moves."
+    )
     band: float = Field(
         default=0.02, ge=0.0, description="Score distance from the threshold that is 'borderline'."
     )

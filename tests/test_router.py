@@ -3,7 +3,8 @@ import pytest
 
 from edge.routing.eval import pgr_curve, summarize
 from edge.routing.model import FEATURES, RouterModel, text_features
-from edge.routing.router import Decision, Router, RouteRules, ThresholdPolicy, decide, rule
+from edge.routing.router import Decision, Router, RouteRules, decide, rule
+from edge.settings import RouteSettings
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
 
@@ -61,11 +62,11 @@ def test_unknown_model_is_404() -> None:
 
 
 def test_rules_override_the_classifier() -> None:
-    router = Router(RULES, toy_model(), ThresholdPolicy(core_share=0.5))
+    router = Router(RULES, toy_model(), RouteSettings(core_share=0.5))
     assert router.route(request(model="edge-m"), vec(0.99)).reason == "model"
     assert router.route(request(tools=[{"type": "function"}]), vec(-0.99)).tier == "core"
     pinned = Router(
-        RouteRules(**{**RULES.__dict__, "policy": "core"}), toy_model(), ThresholdPolicy()
+        RouteRules(**{**RULES.__dict__, "policy": "core"}), toy_model(), RouteSettings()
     )
     assert pinned.route(request(), vec(-0.99)) == Decision("core", "policy")
     scored = router.route(request(), vec(0.9))
@@ -74,7 +75,7 @@ def test_rules_override_the_classifier() -> None:
 
 @pytest.mark.parametrize("share", [0.1, 0.3, 0.7])
 def test_calibration_converges_to_the_target_share(share: float) -> None:
-    router = Router(RULES, toy_model(), ThresholdPolicy(core_share=share, window=1000))
+    router = Router(RULES, toy_model(), RouteSettings(core_share=share, window=1000))
     rng = np.random.default_rng(7)
     # Scores drift away from the training distribution: only calibration keeps the share.
     scores = rng.normal(2.0, 0.5, 6000)
@@ -84,7 +85,7 @@ def test_calibration_converges_to_the_target_share(share: float) -> None:
 
 
 def test_fixed_threshold_mode() -> None:
-    router = Router(RULES, toy_model(), ThresholdPolicy(mode="fixed", threshold=0.5))
+    router = Router(RULES, toy_model(), RouteSettings(mode="fixed", threshold=0.5))
     # p = sigmoid(10 * score): 0.5 at score 0, whatever the stream looks like.
     assert router.route(request(), vec(0.05)).tier == "core"
     assert router.route(request(), vec(-0.05)).tier == "edge"
@@ -94,7 +95,7 @@ def test_fixed_threshold_mode() -> None:
 
 
 def test_saturated_core_sends_borderline_prompts_to_the_edge() -> None:
-    router = Router(RULES, toy_model(), ThresholdPolicy(mode="fixed", threshold=0.5, band=0.1))
+    router = Router(RULES, toy_model(), RouteSettings(mode="fixed", threshold=0.5, band=0.1))
     assert router.route(request(), vec(0.05)).tier == "core"
     router.core_saturated(30)
     flipped = router.route(request(), vec(0.05))
@@ -103,7 +104,7 @@ def test_saturated_core_sends_borderline_prompts_to_the_edge() -> None:
 
 
 def test_busy_edge_sends_borderline_prompts_to_the_core() -> None:
-    router = Router(RULES, toy_model(), ThresholdPolicy(mode="fixed", threshold=0.5, band=0.1))
+    router = Router(RULES, toy_model(), RouteSettings(mode="fixed", threshold=0.5, band=0.1))
     router.edge_queue_high = True
     assert router.route(request(), vec(-0.05)) == Decision(
         "core", "edge_busy", pytest.approx(-0.05)
@@ -113,7 +114,7 @@ def test_busy_edge_sends_borderline_prompts_to_the_core() -> None:
 
 def test_a_conversation_sticks_to_its_tier() -> None:
     router = Router(
-        RULES, toy_model(), ThresholdPolicy(mode="fixed", threshold=0.5, sticky_margin=0.1)
+        RULES, toy_model(), RouteSettings(mode="fixed", threshold=0.5, sticky_margin=0.1)
     )
     turn1 = [{"role": "user", "content": "plan my trip"}]
     assert router.route(request(messages=turn1), vec(0.05)).tier == "core"

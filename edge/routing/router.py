@@ -25,6 +25,7 @@ from typing import Literal
 import numpy as np
 
 from edge.routing.model import RouterModel
+from edge.settings import RouteSettings
 from shared.errors import ApiError
 from shared.parameters import Refusal, refusals
 from shared.schemas import ChatCompletionRequest
@@ -49,17 +50,6 @@ class Decision:
     reason: str
     score: float | None = None
     degraded: str | None = None
-
-
-@dataclass(frozen=True)
-class ThresholdPolicy:
-    mode: Literal["quantile", "fixed"] = "quantile"
-    core_share: float = 0.3  # quantile mode: target share of routed traffic for the core
-    threshold: float = 0.5  # fixed mode: on P(large needed)
-    window: int = 2000
-    min_samples: int = 50
-    band: float = 0.02  # "borderline": within this score distance of the threshold
-    sticky_margin: float = 0.03  # a conversation changes tier only past this distance
 
 
 def rule(
@@ -138,7 +128,7 @@ class Router:
         self,
         rules: RouteRules,
         model: RouterModel | None,
-        calibration: ThresholdPolicy,
+        calibration: RouteSettings,
         *,
         max_conversations: int = 100_000,
     ) -> None:
