@@ -4,7 +4,7 @@
 
 Runs the shipped decision (``edge.cache_match.load_matcher`` with the default settings: the
 MLP verifier, ``CACHE_FALSE_HIT_BUDGET``, ``CACHE_CANDIDATE_FLOOR``) as if ``text_a`` were
-cached and ``text_b`` asked, with the contrast veto (``edge.pair_checks.contrast_by``) and
+cached and ``text_b`` asked, with the contrast veto (``edge.cache.contrast.contrast_by``) and
 without it, on:
 
 * ``tests/data/contrast_dev.jsonl``, the public contrast dev set (written for edgecore, in

@@ -1,6 +1,6 @@
 """Opposite questions that embed alike (issue 24): told apart, never served; paraphrases served.
 
-The rules (``edge.pair_checks.contrast_by``) are pure; through the real decision they run
+The rules (``edge.cache.contrast.contrast_by``) are pure; through the real decision they run
 with the shipped models (``Matcher.decide`` from ``load_matcher``), as the edge runs them.
 ``tests/data/contrast_dev.jsonl`` is the public contrast dev set (``bench.contrast_eval``).
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge.cache.contrast import CONTRASTS, contrast_by
 from edge.cache.match import Candidate, Matcher, MatchPolicy, load_matcher
-from edge.cache.pair_checks import CONTRASTS, contrast_by
 from edge.embedder import Embedder
 from edge.metrics import EdgeMetrics
 from edge.settings import EdgeSettings

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edge.cache.pair_checks import contrast_by
+from edge.cache.contrast import contrast_by
 from edge.cache.verifier import ARTIFACT, Verifier, pair_features
 from edge.metrics import EdgeMetrics
 from edge.settings import EdgeSettings
@@ -73,7 +73,7 @@ class Match:
     # none | below_floor | exact | verified | rejected | explore | cosine | contrast |
     # exact_only (no verifier: semantic matching off)
     reason: str
-    contrast: str | None = None  # with reason "contrast": which (pair_checks.CONTRASTS)
+    contrast: str | None = None  # with reason "contrast": which (contrast.CONTRASTS)
 
 
 NO_MATCH = Match(None, 0.0, 0.0, False, "none")

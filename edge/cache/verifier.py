@@ -3,7 +3,7 @@
 Cosine alone cannot tell "how to lose weight" from "how to gain weight" (0.9+), nor a
 question from its negation. The verifier is a small MLP over the two MiniLM embeddings
 (their product and absolute difference, the standard sentence-pair features) plus cheap
-lexical checks (``edge/pair_checks.py``): question word, negation, numbers, capitalised
+lexical checks (``edge/cache/pair_checks.py``): question word, negation, numbers, capitalised
 names and content-word overlap. It is trained offline (``tools/prepare/verifier_train.py``)
 and scored here with numpy: a few small matrix products, well under a millisecond.
 

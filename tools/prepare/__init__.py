@@ -38,7 +38,7 @@ CROSS_ENCODER_PAIRS = 6000
 CROSS_ENCODER_RECIPE = "full-finetune/1"
 # How the verifier is calibrated; one calibrated another way is rebuilt ("told-apart": pairs
 # whose asked question names something new, asks more, asks for the opposite or negates the
-# cached one score 0, edge.pair_checks.told_apart_by).
+# cached one score 0, edge.cache.pair_checks.told_apart_by).
 VERIFIER_RECIPE = "told-apart/5"
 # Evaluation data lives beside the repository (../shared), never inside it.
 ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"

@@ -1,0 +1,391 @@
+"""Contrast: pairs that embed at cosine 0.95-0.99 and ask the opposite (issue 24).
+
+``contrast_by`` is a decision-time veto applied by ``Matcher.decide`` to every candidate,
+on top of the verifier (whose training and calibration it leaves alone). It is symmetric
+and strict on purpose: one wrong answer costs a user more than a hundred misses, so a
+rewording it cannot tell from a contrast is a miss, never a hit. Pure, no models; the
+word lists it shares with the verifier's checks live in ``edge.cache.pair_checks``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from edge.cache.contrast_words import contrast_words
+from edge.cache.pair_checks import _NEGATIONS, _QWORDS, _STOP, new_names
+
+_PUNCT = frozenset(",;:?!.")
+_DETERMINERS = frozenset(
+    "a an the my your our their his her its this that these those some".split()
+)
+# Words that relate two arguments in order: "A to B", "A than B", "A causes B".
+_RELATIONS = {
+    **dict.fromkeys(("to", "into", "onto", "towards", "from", "per"), "direction"),
+    **dict.fromkeys(("than", "over", "cause", "causes", "caused", "causing", "affect",
+                     "affects", "outrun", "outruns", "beat", "beats"), "order"),
+}  # fmt: skip
+# Between two swapped arguments, these keep the meaning ("A or B?", "A and B").
+_SYMMETRIC = frozenset(("and", "or", "vs", "with", "between", "&", "nor"))
+_CONTENT_STOP = _STOP | _QWORDS | _NEGATIONS | _DETERMINERS | frozenset(_RELATIONS) | _SYMMETRIC
+
+
+def _content(word: str) -> bool:
+    return word not in _CONTENT_STOP and word not in _PUNCT
+
+
+def _relations(words: list[str]) -> set[tuple[str, str, str]]:
+    """(left argument, relation, right argument) for content words near a relation word."""
+    found = set()
+    for p, w in enumerate(words):
+        if w not in _RELATIONS:
+            continue
+        left: list[str] = []
+        for x in reversed(words[max(0, p - 3) : p]):
+            if x in _PUNCT:
+                break
+            left.append(x)
+        right: list[str] = []
+        for x in words[p + 1 : p + 4]:
+            if x in _PUNCT:
+                break
+            right.append(x)
+        rel = "to" if w in ("into", "onto", "towards") else w
+        found |= {(a, rel, b) for a in left if _content(a) for b in right if _content(b) and a != b}
+    return found
+
+
+_TOWARDS = frozenset(("to", "into", "onto", "towards"))
+_FROM = frozenset(("from", "out"))
+
+
+def _headed(words: list[str], prepositions: frozenset[str]) -> set[str]:
+    """The first content word after each of these prepositions ("to a new drive": drive)."""
+    found = set()
+    for p, w in enumerate(words):
+        if w in prepositions:
+            for x in words[p + 1 : p + 4]:
+                if x in _PUNCT:
+                    break
+                if _content(x):
+                    found.add(x)
+                    break
+    return found
+
+
+def swapped(cached: str, asked: str) -> str | None:
+    """The kind ("direction" or "order") when the two questions relate the same two things the other
+    way round: "convert A to B" / "convert B to A", "is A faster than B" / "is B faster
+    than A", "can a cat outrun a dog" / "... a dog outrun a cat". Arguments of a symmetric
+    word ("A or B", "A and B", "A vs B", "A compared to B") may come in any order.
+    """
+    wa, wb = contrast_words(cached), contrast_words(asked)
+    ra, rb = _relations(wa), _relations(wb)
+    for x, rel, y in ra:
+        if (y, rel, x) in rb and (x, rel, y) not in rb and (y, rel, x) not in ra:
+            return _RELATIONS.get(rel, "direction")
+    # "transfer my games to a new drive" / "... from a new drive": the same place, the other way.
+    ta, fa, tb, fb = (
+        _headed(wa, _TOWARDS),
+        _headed(wa, _FROM),
+        _headed(wb, _TOWARDS),
+        _headed(wb, _FROM),
+    )
+    if (ta - tb) & (fb - fa) or (tb - ta) & (fa - fb):
+        return "direction"
+    # The same words, two phrases trading places across something that is not symmetric:
+    # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla".
+    if len(wa) == len(wb) and wa != wb:
+        start = next(i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y)
+        back = zip(wa[::-1], wb[::-1], strict=True)
+        end = len(wa) - next(i for i, (x, y) in enumerate(back) if x != y)
+        ma, mb = wa[start:end], wb[start:end]
+        for nx in range(1, min(4, len(ma))):
+            for ny in range(1, min(4, len(ma) - nx)):
+                one, mid, two = ma[:nx], ma[nx : len(ma) - ny], ma[len(ma) - ny :]
+                if mb != two + mid + one or not mid:
+                    continue
+                between = [w for w in mid if w not in _DETERMINERS]
+                if (
+                    any(_content(w) for w in one)
+                    and any(_content(w) for w in two)
+                    and between
+                    and not set(between) & (_SYMMETRIC | _PUNCT)
+                ):
+                    return "order"
+    return None
+
+
+# Two sides of a polarity axis: a word on one side in one question and on the other side in
+# the other is a different question, whatever the embedding says. Words on a side are one
+# another's synonyms here (so "enable" / "turn on" is no contrast).
+_POLARITY = (
+    ("safe safer safest", "unsafe dangerous risky riskier"),
+    ("good healthy beneficial", "bad harmful unhealthy"),
+    ("better", "worse"),
+    ("best", "worst"),
+    ("enable enabled enabling activate allow allowed unblock show display unhide",
+     "disable disabled disabling deactivate block blocked deny forbid ban hide"),
+    ("increase increasing raise boost more grow higher maximize",
+     "decrease decreasing reduce reducing lower cut less fewer shrink minimize"),
+    ("high highest", "low lowest"),
+    ("import importing", "export exporting"),
+    ("upload uploading", "download downloading"),
+    ("encrypt encrypted encrypting encryption", "decrypt decrypted decrypting decryption"),
+    ("encode encoded encoding", "decode decoded decoding"),
+    ("before", "after"),
+    ("minimum min", "maximum max"),
+    ("buy buying purchase", "sell selling"),
+    ("ascending", "descending"),
+    ("hot hotter warm warmer", "cold colder cool cooler"),
+    ("open opening", "close closing shut"),
+    ("add adding append insert", "remove removing delete deleting"),
+    ("true", "false"),
+    ("fast faster fastest quick quicker quickest", "slow slower slowest"),
+    ("early earlier earliest", "late later latest"),
+    ("cheap cheaper cheapest", "expensive priciest pricey"),
+    ("push pushing", "pull pulling"),
+    ("start starting begin beginning", "stop stopping end ending finish"),
+    ("win winning gain gaining", "lose losing loss"),
+    ("include including", "exclude excluding"),
+    ("input", "output"),
+    ("send sending", "receive receiving"),
+    ("deposit", "withdraw"),
+    ("lend lending", "borrow borrowing"),
+    ("credit", "debit"),
+    ("arrival arrive arriving", "departure depart departing"),
+    ("inbound", "outbound"),
+    ("big bigger biggest large larger largest", "small smaller smallest"),
+    ("heavy heavier heaviest", "light lighter lightest"),
+    ("long longer longest", "short shorter shortest"),
+    ("strong stronger strongest", "weak weaker weakest"),
+    ("rich", "poor"),
+    ("wet", "dry"),
+    ("positive", "negative"),
+    ("advantage advantages pro pros benefit benefits upside", "disadvantage disadvantages con "
+     "cons drawback drawbacks downside"),
+    ("male men man", "female women woman"),
+    ("husband boyfriend", "wife girlfriend"),
+    ("love", "hate"),
+    ("north", "south"),
+    ("east", "west"),
+    ("above", "below"),
+    ("inside indoors", "outside outdoors"),
+    ("uppercase upper", "lowercase"),
+    ("zip zipping", "unzip unzipping"),
+    ("follow", "unfollow"),
+    ("accept", "decline reject"),
+    ("legal", "illegal"),
+    ("agree", "disagree"),
+    ("overestimate", "underestimate"),
+    ("hire hiring", "fire firing"),
+    ("expand expanding", "collapse collapsing"),
+    ("pause pausing", "resume resuming"),
+    ("speed_up", "slow_down"),
+)  # fmt: skip
+_SIDE_OF: dict[str, set[tuple[int, int]]] = {}
+for _axis, _pair in enumerate(_POLARITY):
+    for _side, _words in enumerate(_pair):
+        for _w in _words.split():
+            _SIDE_OF.setdefault(_w, set()).add((_axis, _side))
+_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "de", "non")
+_PAIRED_PREFIXES = (("over", "under"), ("in", "ex"), ("up", "down"), ("en", "de"))
+
+
+def _sides(word: str) -> set[tuple[int, int]]:
+    return _SIDE_OF.get(word, set())
+
+
+def _opposed(x: str, y: str) -> bool:
+    if any((axis, 1 - side) in _sides(y) for axis, side in _sides(x)):
+        return True
+    for a, b in ((x, y), (y, x)):
+        # "safe" / "unsafe", "install" / "uninstall", "connect" / "disconnect"
+        if any(b == p + a for p in _PREFIXES) and len(a) >= 4:
+            return True
+        # "overinflate" / "underinflate", "inhale" / "exhale", "upvote" / "downvote"
+        for p, q in _PAIRED_PREFIXES:
+            if (
+                a.startswith(p)
+                and b.startswith(q)
+                and a[len(p) :] == b[len(q) :]
+                and len(a) > len(p) + 3
+            ):
+                return True
+        # the "zoom_in" / "zoom_out" phrases
+        if "_" in a and "_" in b and a.split("_")[0] == b.split("_")[0]:
+            return {a.split("_")[1], b.split("_")[1]} in ({"in", "out"}, {"up", "down"})
+    return False
+
+
+def opposed_words(cached: str, asked: str) -> tuple[str, str] | None:
+    """A word one question has and the other lacks, opposed to one the other has and the
+    first lacks: ("safe", "unsafe"), ("enable", "disable"), ("import", "export")."""
+    ca, cb = Counter(contrast_words(cached)), Counter(contrast_words(asked))
+    only_a, only_b = ca - cb, cb - ca
+    # A question that names both sides ("Is Mars bigger or smaller than Earth?") covers
+    # either ("Is Mars larger than Earth?").
+    sides_a = set().union(*(_sides(w) for w in ca))
+    sides_b = set().union(*(_sides(w) for w in cb))
+    for x in only_a:
+        for y in only_b:
+            if _opposed(x, y) and not (_sides(y) & sides_a or _sides(x) & sides_b):
+                return x, y
+    return None
+
+
+# "without" too: "with no money" is "without any money"; "bread" / "bread without yeast".
+_NEGATORS = frozenset("not no never nobody nothing none neither nor noone without".split())
+
+
+def negations(text: str) -> int:
+    """How many negating words ("not", "n't", "never", "no", ...), "or not" aside."""
+    return sum(w in _NEGATORS for w in contrast_words(text))
+
+
+_NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+del _NUMBER_WORDS["one"]  # "How can one ...?" is a pronoun
+_NUMBER_WORDS |= {"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
+                  "thousand": "1000", "million": "1000000", "billion": "1000000000",
+                  "dozen": "12", "half": "0.5", "twice": "x2", "double": "x2", "triple": "x3",
+                  "third": "3rd", "fourth": "4th", "fifth": "5th",
+                  "2nd": "2nd", "1st": "1st", "3rd": "3rd"}  # fmt: skip
+
+
+def numbers(text: str) -> Counter[str]:
+    """Numbers and number words, normalised ("five" is "5", "1,000" is "1000", "3.0" is "3")."""
+    found: Counter[str] = Counter()
+    for w in contrast_words(text):
+        if w in _NUMBER_WORDS:
+            found[_NUMBER_WORDS[w]] += 1
+        elif w[:1].isdigit():
+            m = re.match(r"\d+(?:\.\d+)?", w)
+            if m:
+                n = m.group()
+                found[n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"] += 1
+    return found
+
+
+_UNITS = {
+    "celsius": "celsius centigrade", "fahrenheit": "fahrenheit", "kelvin": "kelvin",
+    "km": "km kilometer kilometers kilometre kilometres", "mile": "mile miles mi",
+    "kmh": "kmh", "mph": "mph", "knot": "knot knots", "meter": "meter meters metre metres",
+    "cm": "cm centimeter centimeters centimetre centimetres",
+    "mm": "mm millimeter millimeters millimetre millimetres", "inch": "inch inches",
+    "foot": "foot feet ft", "yard": "yard yards", "kg": "kg kgs kilogram kilograms kilo kilos",
+    "gram": "gram grams grammes", "mg": "mg milligram milligrams",
+    "mcg": "mcg microgram micrograms", "pound": "pound pounds lb lbs",
+    "ounce": "ounce ounces oz", "cup": "cup cups", "tbsp": "tbsp tablespoon tablespoons",
+    "tsp": "tsp teaspoon teaspoons", "liter": "liter liters litre litres",
+    "ml": "ml milliliter milliliters millilitre millilitres", "gallon": "gallon gallons",
+    "quart": "quart quarts", "pint": "pint pints", "second": "seconds secs",
+    "minute": "minute minutes mins", "hour": "hour hours hrs", "day": "day days",
+    "week": "week weeks", "month": "month months", "year": "year years yrs",
+    "usd": "usd dollar dollars bucks", "eur": "eur euro euros", "gbp": "gbp",
+    "jpy": "jpy yen", "inr": "inr rupee rupees", "percent": "percent percentage",
+    "byte": "byte bytes", "bit": "bit bits", "kb": "kb kilobyte kilobytes",
+    "mb": "mb megabyte megabytes", "gb": "gb gigabyte gigabytes", "tb": "tb terabyte terabytes",
+    "mbps": "mbps", "ghz": "ghz", "mhz": "mhz", "watt": "watt watts w", "kwh": "kwh",
+    "volt": "volt volts", "amp": "amp amps ampere amperes", "calorie": "kcal",
+}  # fmt: skip
+_UNIT_OF = {w: unit for unit, words in _UNITS.items() for w in words.split()}
+
+
+def units(text: str) -> set[str]:
+    return {_UNIT_OF[w] for w in contrast_words(text) if w in _UNIT_OF}
+
+
+# Lower-case names users write without capitals: swapping one for another is a new question
+# ("install python on ubuntu" / "... on windows"). Capitalised names are ``new_names``'.
+_ENTITIES = frozenset(
+    """
+python java javascript typescript kotlin rust ruby php perl scala haskell golang swift
+c++ c# csharp matlab julia elixir erlang lua bash powershell sql mysql postgres postgresql
+sqlite mongodb redis oracle excel word powerpoint
+windows linux ubuntu debian fedora centos macos mac osx ios android ipad iphone chromebook
+chrome firefox safari opera brave
+react vue angular svelte django flask rails spring node nodejs deno docker kubernetes
+aws azure gcp netflix spotify hulu youtube instagram facebook tiktok twitter whatsapp
+telegram gmail outlook yahoo amazon ebay paypal venmo zelle visa mastercard amex
+samsung pixel huawei xiaomi sony nintendo xbox playstation ps5 airpods
+usa us uk canada mexico brazil argentina france germany italy spain portugal greece
+ireland netherlands belgium switzerland austria sweden norway denmark finland poland
+russia ukraine india pakistan china japan korea vietnam thailand indonesia malaysia
+singapore philippines australia zealand egypt morocco kenya nigeria israel dubai
+london paris rome berlin madrid lisbon amsterdam tokyo seoul beijing shanghai bangkok
+sydney toronto vancouver chicago boston seattle miami california texas florida
+""".split()
+)
+
+
+def swapped_entities(cached: str, asked: str) -> set[str]:
+    """Lower-case names on both sides of a substitution ("ubuntu" -> "windows")."""
+    ca, cb = set(contrast_words(cached)), set(contrast_words(asked))
+    a, b = (ca - cb) & _ENTITIES, (cb - ca) & _ENTITIES
+    return a | b if a and b else set()
+
+
+_CONDITIONS = frozenset(
+    "if unless whenever while during assuming except given_that provided_that".split()
+)
+
+
+_WHETHER = frozenset("know tell find out check see wonder ask sure determine decide test".split())
+
+
+def conditional(text: str) -> bool:
+    """Whether a question carries a condition ("... if I am pregnant", "... without yeast",
+    "When cooking steak, ..."); "when" opening a question ("When should I ...?") asks."""
+    words = contrast_words(text)
+    for i, w in enumerate(words):
+        if w == "if" and i and words[i - 1] in _WHETHER:
+            continue  # "tell if", "find out if": whether
+        if w in _CONDITIONS and not (w == "given" and i == 0):
+            return True
+        if w == "when":  # "When cooking steak, how ...?" sets a condition; "When is ...?" asks
+            opens = i == 0 or words[i - 1] in _PUNCT
+            rest = words[i + 1 :]
+            end = next((j for j, x in enumerate(rest) if x in ("?", "!", ".")), len(rest))
+            if not opens or "," in rest[:end]:
+                return True
+    return False
+
+
+CONTRASTS = ("direction", "order", "antonym", "negation", "number", "unit", "entity", "condition")
+
+
+def contrast_by(cached: str, asked: str) -> str | None:
+    """Why two close questions ask different things, one of ``CONTRASTS``, or None.
+
+    "direction"/"order": the same two things the other way round ("convert A to B" /
+    "convert B to A", "is A faster than B" / "is B faster than A"); "antonym": opposite words
+    ("safe"/"unsafe", "enable"/"turn off", "import"/"export", "before"/"after"); "negation":
+    one is negated more than the other ("Can I ...?" / "Can I not ...?"); "number": other
+    numbers ("iPhone 14" / "iPhone 15"); "unit": a unit swapped for another ("grams" /
+    "ounces"); "entity": another name ("in Japan" / "in China", "on ubuntu" / "on windows");
+    "condition": one carries a condition the other lacks ("... if I am pregnant?").
+    Contractions ("what's", "don't"), "turn on" for "enable", clause order, and the order of
+    "A or B" are no contrast.
+    """
+    if (how := swapped(cached, asked)) is not None:
+        return how
+    if opposed_words(cached, asked) is not None:
+        return "antonym"
+    if negations(cached) != negations(asked):
+        return "negation"
+    if set(numbers(cached)) != set(numbers(asked)):
+        return "number"
+    ua, ub = units(cached), units(asked)
+    if ua - ub and ub - ua:
+        return "unit"
+    names = {n for n in new_names(cached, asked) if not n.startswith("i'")}  # "I'm", "I've"
+    if names or swapped_entities(cached, asked):
+        return "entity"
+    if conditional(cached) != conditional(asked):
+        return "condition"
+    return None
