@@ -11,15 +11,15 @@ request carries ``traceparent``, so vLLM's own spans (``--otlp-traces-endpoint``
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
 from core.replica import Lease
 from shared import tracing
+from shared.race import first_or_stop, reads
 
 if TYPE_CHECKING:
     from core.admission import Priority
@@ -36,23 +36,14 @@ async def unless_evicted(lease: Lease, work: Awaitable[T]) -> T:
     """Await ``work`` unless the lease is evicted first (then cancel it and raise)."""
     if lease.evicted.is_set():
         raise Evicted()
-    task = asyncio.ensure_future(work)
-    evict = asyncio.ensure_future(lease.evicted.wait())
-    try:
-        done, _ = await asyncio.wait({task, evict}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        task.cancel()
-        raise
-    finally:
-        evict.cancel()
-    if task in done:
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(BaseException):
-        late = await task
-        if isinstance(late, httpx.Response):
+    return await first_or_stop(work, lease.evicted.wait(), Evicted, _close_late)
+
+
+async def _close_late(late: object) -> None:
+    """A response that came just as the lease was evicted: close it (errors ignored)."""
+    if isinstance(late, httpx.Response):
+        with contextlib.suppress(BaseException):
             await late.aclose()
-    raise Evicted()
 
 
 @tracing.traced("core.admit")
@@ -81,7 +72,7 @@ async def send(
     return response
 
 
-async def chunks(
+def chunks(
     response: httpx.Response, lease: Lease, keepalive_s: float
 ) -> AsyncGenerator[bytes | None, None]:
     """The engine's bytes; ``None`` after ``keepalive_s`` of silence; Evicted on eviction.
@@ -89,28 +80,4 @@ async def chunks(
     One read is pending at a time and never cancelled by the timer, so nothing is lost.
     """
     raw: AsyncIterator[bytes] = response.aiter_raw()
-    evict: asyncio.Future[Any] = asyncio.ensure_future(lease.evicted.wait())
-    pending: asyncio.Future[Any] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(raw))
-            done, _ = await asyncio.wait(
-                {pending, evict}, timeout=keepalive_s, return_when=asyncio.FIRST_COMPLETED
-            )
-            if pending in done:
-                try:
-                    chunk = pending.result()
-                except StopAsyncIteration:
-                    return
-                finally:
-                    pending = None
-                yield chunk
-            elif evict in done:
-                raise Evicted()
-            else:
-                yield None
-    finally:
-        evict.cancel()
-        if pending is not None:
-            pending.cancel()
+    return reads(raw, keepalive_s, lease.evicted, Evicted)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from starlette.types import Receive
+
+from shared.race import first_or_stop
 
 T = TypeVar("T")
 
@@ -34,24 +35,4 @@ async def cancel_on_disconnect(
 
     Only call this after the request body has been read: it consumes ``receive``.
     """
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(wait_for_disconnect(receive))
-    try:
-        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    finally:
-        watcher.cancel()
-    if task in done:
-        return task.result()
-    task.cancel()
-    try:
-        late = await task
-    except (asyncio.CancelledError, Exception):
-        pass
-    else:
-        # The work finished just as the client left: its result still holds resources.
-        if on_abandon is not None:
-            await on_abandon(late)
-    raise ClientDisconnected()
+    return await first_or_stop(work, wait_for_disconnect(receive), ClientDisconnected, on_abandon)

@@ -8,6 +8,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from shared.race import reads
+
 
 class EventStreamResponse(StreamingResponse):
     """A streaming response that always closes its iterator when it ends.
@@ -64,7 +66,7 @@ class Releasing(Response):
             self.release()
 
 
-async def with_keepalive(
+def with_keepalive(
     chunks: AsyncIterator[bytes], interval_s: float | None
 ) -> AsyncGenerator[bytes | None, None]:
     """Yield ``chunks``, and ``None`` whenever none arrived for ``interval_s`` seconds.
@@ -72,22 +74,4 @@ async def with_keepalive(
     The pending read is never cancelled by the timer, so nothing is lost; callers send an
     SSE comment for each ``None`` so that proxies and idle timeouts see a live stream.
     """
-    pending: asyncio.Future[bytes] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(chunks))
-            done, _ = await asyncio.wait({pending}, timeout=interval_s)
-            if not done:
-                yield None
-                continue
-            try:
-                chunk = pending.result()
-            except StopAsyncIteration:
-                return
-            finally:
-                pending = None
-            yield chunk
-    finally:
-        if pending is not None:
-            pending.cancel()
+    return reads(chunks, interval_s)

@@ -26,7 +26,7 @@ from core.balancer import affinity_key, rendezvous
 from core.engine import Engine, EngineHealth
 from core.settings import EngineConfig
 from edge.upstream.breaker import CircuitBreaker, State
-from edge.upstream.pool import Timeouts, prompt_chars
+from edge.upstream.cores import Timeouts, prompt_chars
 from tests.conftest import (
     CorePorts,
     Keys,

@@ -27,226 +27,24 @@ import asyncio
 import contextlib
 import logging
 import random
-import ssl
 import time
-from collections.abc import AsyncGenerator, Awaitable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import h2.errors
 import httpx
 
 from edge.upstream.breaker import CircuitBreaker, State
-from edge.upstream.h2_cancel import close_early
+from edge.upstream.cores import Core, Timeouts, prompt_chars, tls_context
+from edge.upstream.errors import CoreStalled, CoreUnavailable
+from edge.upstream.first_byte import ResetIfAbandoned, first_byte
+from edge.upstream.stream import Upstream
 from shared import tracing
 from shared.errors import ApiError
 
+# The names the edge imports from here (the request path, the tiers, the app).
+__all__ = ["CorePool", "CoreStalled", "CoreUnavailable", "Timeouts", "Upstream", "prompt_chars"]
+
 log = logging.getLogger("edgecore.edge.core")
-
-
-class CoreUnavailable(Exception):
-    """No core could take the request before its first byte (nothing was answered)."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-
-
-class CoreStalled(httpx.ReadTimeout):
-    """A stream from a core went silent past its idle deadline, or the core was found
-    frozen while the stream waited (an HTTPError: it ends the stream like one)."""
-
-
-@dataclass
-class Timeouts:
-    connect_s: float
-    first_byte_s: float  # the base deadline for response headers
-    idle_s: float  # longest silence on a stream once it started
-    first_byte_per_1k_chars_s: float = 0.0  # more time to the first byte for long prompts
-    probe_s: float = 2.0  # a health probe's deadline
-
-    def first_byte_for(self, prompt_chars: int) -> float:
-        return self.first_byte_s + self.first_byte_per_1k_chars_s * prompt_chars / 1000
-
-
-def prompt_chars(payload: dict[str, Any]) -> int:
-    """Characters of prompt text in a chat (or completions) payload, for the deadline."""
-    total = 0
-    messages = payload.get("messages")
-    for message in messages if isinstance(messages, list) else []:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            total += len(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    total += len(part["text"])
-    prompt = payload.get("prompt")
-    if isinstance(prompt, str):
-        total += len(prompt)
-    return total
-
-
-def tls_context(
-    ca_file: Path | None, client_cert: tuple[Path, Path] | None = None
-) -> ssl.SSLContext:
-    """Verification for https cores: the system's CAs, or a private CA for the core fleet;
-    with ``client_cert`` (certificate, key) the edge also proves who it is (mTLS)."""
-    context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
-    if client_cert is not None:
-        context.load_cert_chain(str(client_cert[0]), str(client_cert[1]))
-    return context
-
-
-@dataclass
-class _Connection:
-    client: httpx.AsyncClient
-    active: int = 0
-
-
-@dataclass
-class Core:
-    url: str
-    priority: int
-    breaker: CircuitBreaker
-    streams_per_connection: int
-    max_connections: int
-    timeouts: Timeouts
-    verify: ssl.SSLContext
-    headers: dict[str, str] = field(default_factory=dict)
-    healthy: bool = True  # /readyz said 200 (a core without a ready engine answers 503)
-    alive: bool = True  # it answers its probes at all; a core that does not gets no requests
-    rtt_s: float | None = None
-    connections: list[_Connection] = field(default_factory=list)
-    # Set while the probe says the core is frozen or gone: pending first-byte waits and
-    # stalled streams on it end at once.
-    down: asyncio.Event = field(default_factory=asyncio.Event)
-    probe_client: httpx.AsyncClient | None = None
-    probe_failures: int = 0  # in a row
-    probe_successes: int = 0  # in a row
-
-    def _new_connection(self) -> _Connection:
-        t = self.timeouts
-        client = httpx.AsyncClient(
-            base_url=self.url,
-            http1=self.url.startswith("https://"),  # TLS: ALPN may still pick 1.1; else h2c
-            http2=True,
-            timeout=httpx.Timeout(t.idle_s, connect=t.connect_s, pool=t.connect_s),
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            verify=self.verify,
-            headers=self.headers,  # the core's edge token, on every request and probe
-        )
-        conn = _Connection(client)
-        self.connections.append(conn)
-        return conn
-
-    def connection(self) -> _Connection:
-        open_ = [c for c in self.connections if c.active < self.streams_per_connection]
-        if open_:
-            return min(open_, key=lambda c: c.active)
-        if len(self.connections) < self.max_connections:
-            return self._new_connection()
-        return min(self.connections, key=lambda c: c.active)  # all full: queue on the least busy
-
-    def probe_connection(self) -> httpx.AsyncClient:
-        if self.probe_client is None:
-            self.probe_client = httpx.AsyncClient(
-                base_url=self.url,
-                http1=self.url.startswith("https://"),
-                http2=True,
-                timeout=httpx.Timeout(self.timeouts.probe_s, connect=self.timeouts.connect_s),
-                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                verify=self.verify,
-                headers=self.headers,
-            )
-        return self.probe_client
-
-    def mark_down(self, reason: str) -> list[_Connection]:
-        """Out of rotation now; returns the connections to close (the caller closes them)."""
-        self.healthy = False
-        if not self.alive:
-            return []
-        log.error("core %s is down (%s): out of rotation", self.url, reason)
-        self.alive = False
-        self.down.set()
-        self.breaker.trip()
-        retired, self.connections = self.connections, []
-        return retired
-
-    def mark_up(self) -> None:
-        if self.alive:
-            return
-        log.warning("core %s answers its probes again: back in rotation", self.url)
-        self.alive = True
-        self.down.clear()
-        self.breaker.success()
-
-    @property
-    def streams(self) -> int:
-        return sum(c.active for c in self.connections)
-
-    async def aclose(self) -> None:
-        for c in self.connections:
-            await c.client.aclose()
-        if self.probe_client is not None:
-            await self.probe_client.aclose()
-
-
-@dataclass
-class Upstream:
-    """A response from a core, with the bookkeeping to release its stream."""
-
-    response: httpx.Response
-    core: Core
-    connection: _Connection
-    _released: bool = False
-
-    async def close(self) -> None:
-        """Close (resetting the HTTP/2 stream if unfinished) and release the slot; idempotent."""
-        if not self._released:
-            self._released = True
-            self.connection.active -= 1
-        await close_early(self.response)
-
-    def succeeded(self) -> None:
-        self.core.breaker.success()
-
-    def failed(self) -> None:
-        """The core failed mid-answer (not a client cancel)."""
-        self.core.breaker.failure()
-
-    async def chunks(self) -> AsyncGenerator[bytes, None]:
-        """The response's bytes; CoreStalled after ``idle_s`` without any, or as soon as the
-        probe finds the core down while this waits. (httpx's own read timeout is not enough
-        on HTTP/2: any stream's data on the connection resets it.)"""
-        raw = self.response.aiter_bytes()
-        idle_s = self.core.timeouts.idle_s
-        down: asyncio.Future[Any] = asyncio.ensure_future(self.core.down.wait())
-        pending: asyncio.Future[Any] | None = None
-        try:
-            while True:
-                if pending is None:
-                    pending = asyncio.ensure_future(anext(raw))
-                done, _ = await asyncio.wait(
-                    {pending, down}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED
-                )
-                if pending in done:
-                    try:
-                        chunk = pending.result()
-                    except StopAsyncIteration:
-                        return
-                    finally:
-                        pending = None
-                    yield chunk
-                elif down in done:
-                    raise CoreStalled("the core stopped answering (its health probe failed)")
-                else:
-                    raise CoreStalled(f"the core sent nothing for {idle_s:g}s")
-        finally:
-            down.cancel()
-            if pending is not None:
-                pending.cancel()
 
 
 class CorePool:
@@ -347,11 +145,11 @@ class CorePool:
                 json=payload,
                 headers=headers,
                 timeout=httpx.USE_CLIENT_DEFAULT if stream else self._unary_timeout,
-                extensions={"trace": _ResetIfAbandoned(conn.client)},
+                extensions={"trace": ResetIfAbandoned(conn.client)},
             )
             conn.active += 1
             try:
-                response = await _first_byte(
+                response = await first_byte(
                     conn.client.send(request, stream=stream), core.down, deadline
                 )
             except httpx.ConnectError as exc:
@@ -378,7 +176,7 @@ class CorePool:
                 reason = "core-saturated" if response.status_code == 429 else "core-unavailable"
                 raise CoreUnavailable(reason, f"HTTP {response.status_code}")
             core.breaker.success()  # it answered: the core works, the request was bad
-            raise _relay_error(response.status_code, body)
+            raise relay_error(response.status_code, body)
         raise CoreUnavailable("core-unreachable", "retries exhausted")  # pragma: no cover
 
     async def probe(self) -> None:
@@ -460,90 +258,7 @@ class CorePool:
             task.cancel()
 
 
-class _ResetIfAbandoned:
-    """httpx trace hook: a request abandoned before its response headers (the client left,
-    the first-byte deadline passed, the core was found frozen) gets its HTTP/2 stream reset.
-
-    httpcore 1.0 forgets such a stream without telling the core (see edge/h2_cancel.py), so
-    the core would go on answering nobody: a JSON answer's headers only come with the whole
-    answer. Every step is guarded; without the internals the old behaviour remains.
-    """
-
-    _STEPS = (
-        "http2.send_request_headers.failed",
-        "http2.send_request_body.failed",
-        "http2.receive_response_headers.failed",
-    )
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
-        self.stream_id: int | None = None
-        self.request: Any = None  # httpcore's request (its write timeout)
-
-    async def __call__(self, name: str, info: dict[str, Any]) -> None:
-        if name == "http2.send_request_headers.started":
-            self.stream_id, self.request = info.get("stream_id"), info.get("request")
-        elif name in self._STEPS and isinstance(info.get("exception"), asyncio.CancelledError):
-            await self._reset()
-
-    async def _reset(self) -> None:
-        stream_id = self.stream_id
-        try:
-            pool: Any = getattr(self.client, "_transport", None)
-            for pooled in getattr(getattr(pool, "_pool", None), "connections", []):
-                conn: Any = getattr(pooled, "_connection", None)
-                if conn is None or stream_id not in getattr(conn, "_events", {}):
-                    continue
-                h2_stream = conn._h2_state.streams.get(stream_id)
-                if h2_stream is not None and not h2_stream.closed:
-                    conn._h2_state.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)
-                    await asyncio.shield(conn._write_outgoing_data(self.request))
-                return
-        except Exception as exc:  # never let cleanup fail the request path
-            log.debug("could not reset HTTP/2 stream %s: %r", stream_id, exc)
-
-
-async def _first_byte(
-    send: Awaitable[httpx.Response], down: asyncio.Event, deadline_s: float
-) -> httpx.Response:
-    """``send``'s response headers, or CoreUnavailable when the deadline passes or the core
-    is found down first (a frozen core would otherwise hold the request to the deadline)."""
-    task = asyncio.ensure_future(send)
-    dead: asyncio.Future[Any] = asyncio.ensure_future(down.wait())
-    try:
-        done, _ = await asyncio.wait(
-            {task, dead}, timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED
-        )
-    except BaseException:
-        _abandon(task)
-        raise
-    finally:
-        dead.cancel()
-    if task in done:
-        return task.result()
-    _abandon(task)
-    if down.is_set():
-        raise CoreUnavailable("core-down", "its health probe failed while we waited")
-    raise CoreUnavailable("core-timeout", f"no first byte in {deadline_s:g}s")
-
-
-def _abandon(task: asyncio.Future[httpx.Response]) -> None:
-    """Stop waiting for ``task``; close its response if it came anyway."""
-
-    def close_late(done: asyncio.Future[httpx.Response]) -> None:
-        if not done.cancelled() and done.exception() is None:
-            late = asyncio.ensure_future(close_early(done.result()))
-            _LATE.add(late)
-            late.add_done_callback(_LATE.discard)
-
-    task.add_done_callback(close_late)
-    task.cancel()
-
-
-_LATE: set[asyncio.Future[None]] = set()  # closes in flight (a strong reference)
-
-
-def _relay_error(status: int, body: bytes) -> ApiError:
+def relay_error(status: int, body: bytes) -> ApiError:
     """The core's own 4xx/5xx, passed on with its message (vLLM's errors are OpenAI-shaped)."""
     message = f"core returned HTTP {status}"
     try:

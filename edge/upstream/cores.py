@@ -1,0 +1,154 @@
+"""One core as the edge sees it: its HTTP/2 connections (a few, each carrying at most
+``streams_per_connection`` streams), its probe connection, health and breaker, and the
+deadlines that apply to it (``Timeouts``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from edge.upstream.breaker import CircuitBreaker
+
+log = logging.getLogger("edgecore.edge.core")
+
+
+@dataclass
+class Timeouts:
+    connect_s: float
+    first_byte_s: float  # the base deadline for response headers
+    idle_s: float  # longest silence on a stream once it started
+    first_byte_per_1k_chars_s: float = 0.0  # more time to the first byte for long prompts
+    probe_s: float = 2.0  # a health probe's deadline
+
+    def first_byte_for(self, prompt_chars: int) -> float:
+        return self.first_byte_s + self.first_byte_per_1k_chars_s * prompt_chars / 1000
+
+
+def prompt_chars(payload: dict[str, Any]) -> int:
+    """Characters of prompt text in a chat (or completions) payload, for the deadline."""
+    total = 0
+    messages = payload.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    total += len(part["text"])
+    prompt = payload.get("prompt")
+    if isinstance(prompt, str):
+        total += len(prompt)
+    return total
+
+
+def tls_context(
+    ca_file: Path | None, client_cert: tuple[Path, Path] | None = None
+) -> ssl.SSLContext:
+    """Verification for https cores: the system's CAs, or a private CA for the core fleet;
+    with ``client_cert`` (certificate, key) the edge also proves who it is (mTLS)."""
+    context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+    if client_cert is not None:
+        context.load_cert_chain(str(client_cert[0]), str(client_cert[1]))
+    return context
+
+
+@dataclass
+class Connection:
+    client: httpx.AsyncClient
+    active: int = 0
+
+
+@dataclass
+class Core:
+    url: str
+    priority: int
+    breaker: CircuitBreaker
+    streams_per_connection: int
+    max_connections: int
+    timeouts: Timeouts
+    verify: ssl.SSLContext
+    headers: dict[str, str] = field(default_factory=dict)
+    healthy: bool = True  # /readyz said 200 (a core without a ready engine answers 503)
+    alive: bool = True  # it answers its probes at all; a core that does not gets no requests
+    rtt_s: float | None = None
+    connections: list[Connection] = field(default_factory=list)
+    # Set while the probe says the core is frozen or gone: pending first-byte waits and
+    # stalled streams on it end at once.
+    down: asyncio.Event = field(default_factory=asyncio.Event)
+    probe_client: httpx.AsyncClient | None = None
+    probe_failures: int = 0  # in a row
+    probe_successes: int = 0  # in a row
+
+    def _new_connection(self) -> Connection:
+        t = self.timeouts
+        client = httpx.AsyncClient(
+            base_url=self.url,
+            http1=self.url.startswith("https://"),  # TLS: ALPN may still pick 1.1; else h2c
+            http2=True,
+            timeout=httpx.Timeout(t.idle_s, connect=t.connect_s, pool=t.connect_s),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            verify=self.verify,
+            headers=self.headers,  # the core's edge token, on every request and probe
+        )
+        conn = Connection(client)
+        self.connections.append(conn)
+        return conn
+
+    def connection(self) -> Connection:
+        open_ = [c for c in self.connections if c.active < self.streams_per_connection]
+        if open_:
+            return min(open_, key=lambda c: c.active)
+        if len(self.connections) < self.max_connections:
+            return self._new_connection()
+        return min(self.connections, key=lambda c: c.active)  # all full: queue on the least busy
+
+    def probe_connection(self) -> httpx.AsyncClient:
+        if self.probe_client is None:
+            self.probe_client = httpx.AsyncClient(
+                base_url=self.url,
+                http1=self.url.startswith("https://"),
+                http2=True,
+                timeout=httpx.Timeout(self.timeouts.probe_s, connect=self.timeouts.connect_s),
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                verify=self.verify,
+                headers=self.headers,
+            )
+        return self.probe_client
+
+    def mark_down(self, reason: str) -> list[Connection]:
+        """Out of rotation now; returns the connections to close (the caller closes them)."""
+        self.healthy = False
+        if not self.alive:
+            return []
+        log.error("core %s is down (%s): out of rotation", self.url, reason)
+        self.alive = False
+        self.down.set()
+        self.breaker.trip()
+        retired, self.connections = self.connections, []
+        return retired
+
+    def mark_up(self) -> None:
+        if self.alive:
+            return
+        log.warning("core %s answers its probes again: back in rotation", self.url)
+        self.alive = True
+        self.down.clear()
+        self.breaker.success()
+
+    @property
+    def streams(self) -> int:
+        return sum(c.active for c in self.connections)
+
+    async def aclose(self) -> None:
+        for c in self.connections:
+            await c.client.aclose()
+        if self.probe_client is not None:
+            await self.probe_client.aclose()

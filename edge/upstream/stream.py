@@ -1,0 +1,52 @@
+"""A response from a core, with the bookkeeping to release its stream."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from functools import partial
+
+import httpx
+
+from edge.upstream.cores import Connection, Core
+from edge.upstream.errors import CoreStalled
+from edge.upstream.h2_cancel import close_early
+from shared.race import reads
+
+
+@dataclass
+class Upstream:
+    """A response from a core, with the bookkeeping to release its stream."""
+
+    response: httpx.Response
+    core: Core
+    connection: Connection
+    _released: bool = False
+
+    async def close(self) -> None:
+        """Close (resetting the HTTP/2 stream if unfinished) and release the slot; idempotent."""
+        if not self._released:
+            self._released = True
+            self.connection.active -= 1
+        await close_early(self.response)
+
+    def succeeded(self) -> None:
+        self.core.breaker.success()
+
+    def failed(self) -> None:
+        """The core failed mid-answer (not a client cancel)."""
+        self.core.breaker.failure()
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        """The response's bytes; CoreStalled after ``idle_s`` without any, or as soon as the
+        probe finds the core down while this waits. (httpx's own read timeout is not enough
+        on HTTP/2: any stream's data on the connection resets it.)"""
+        idle_s = self.core.timeouts.idle_s
+        stopped = partial(CoreStalled, "the core stopped answering (its health probe failed)")
+        raw = self.response.aiter_bytes()
+        async with contextlib.aclosing(reads(raw, idle_s, self.core.down, stopped)) as chunks:
+            async for chunk in chunks:
+                if chunk is None:
+                    raise CoreStalled(f"the core sent nothing for {idle_s:g}s")
+                yield chunk
