@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from core.admission import PRIORITIES
 from core.pool import Pool
-from shared.prom import ScrapedCounter
+from shared.prom import Declare, ScrapedCounter
 
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -44,88 +44,46 @@ class CoreMetrics:
 
     @classmethod
     def create(cls) -> CoreMetrics:
-        r = CollectorRegistry()
-
-        def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
-            return Gauge(name, doc, list(labels), registry=r)
-
-        def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> ScrapedCounter:
-            return ScrapedCounter(name, doc, labels, registry=r)
-
+        d = Declare()
         return cls(
-            registry=r,
-            requests=Counter(
-                "edgecore_core_requests",
+            registry=d.registry,
+            requests=d.counter("edgecore_core_requests",
                 "Chat requests by HTTP version of the caller and response status.",
-                ["http_version", "status"],
-                registry=r,
-            ),
-            in_flight=gauge("edgecore_core_in_flight", "Requests in flight."),
-            disconnects=Counter(
-                "edgecore_core_client_disconnects",
-                "Requests whose caller left before the end; engine work was aborted.",
-                registry=r,
-            ),
-            ttft=Histogram(
-                "gen_ai_server_time_to_first_token_seconds",
+                "http_version", "status"),
+            in_flight=d.gauge("edgecore_core_in_flight", "Requests in flight."),
+            disconnects=d.counter("edgecore_core_client_disconnects",
+                "Requests whose caller left before the end; engine work was aborted."),
+            ttft=d.histogram("gen_ai_server_time_to_first_token_seconds",
                 "Time from request arrival to the engine's first body bytes, for streams.",
-                buckets=_LATENCY,
-                registry=r,
-            ),
-            duration=Histogram(
-                "gen_ai_server_request_duration_seconds",
-                "Time from request arrival to the end of the answer.",
-                buckets=_LATENCY,
-                registry=r,
-            ),
-            engine_ready=gauge(
-                "edgecore_core_engine_ready", "1 when some replica's engine is healthy."
-            ),
-            replica_state=gauge(
-                "edgecore_core_replica_state",
-                "1 for the replica's current state.",
-                ("replica", "state"),
-            ),
-            replica_in_flight=gauge(
-                "edgecore_core_replica_in_flight",
-                "Requests this core has on the replica.",
-                ("replica",),
-            ),
-            replica_engine_requests=gauge(
-                "edgecore_core_replica_engine_requests",
-                "The engine's own running / waiting counts, as last polled.",
-                ("replica", "kind"),
-            ),
-            replica_kv_usage=gauge(
-                "edgecore_core_replica_kv_cache_usage",
-                "The engine's KV cache usage (0-1).",
-                ("replica",),
-            ),
-            replica_restarts=counter(
-                "edgecore_core_replica_restarts", "Engine restarts after a crash.", ("replica",)
-            ),
-            queue_depth=gauge(
-                "edgecore_core_queue_depth", "Requests waiting for a replica.", ("priority",)
-            ),
-            queue_limit=gauge(
-                "edgecore_core_queue_limit", "Queue bound per priority class.", ("priority",)
-            ),
-            admitted=counter("edgecore_core_admitted", "Requests given a replica.", ("priority",)),
-            rejected=counter(
-                "edgecore_core_rejected",
+                buckets=_LATENCY),
+            duration=d.histogram("gen_ai_server_request_duration_seconds",
+                "Time from request arrival to the end of the answer.", buckets=_LATENCY),
+            engine_ready=d.gauge("edgecore_core_engine_ready",
+                "1 when some replica's engine is healthy."),
+            replica_state=d.gauge("edgecore_core_replica_state",
+                "1 for the replica's current state.", "replica", "state"),
+            replica_in_flight=d.gauge("edgecore_core_replica_in_flight",
+                "Requests this core has on the replica.", "replica"),
+            replica_engine_requests=d.gauge("edgecore_core_replica_engine_requests",
+                "The engine's own running / waiting counts, as last polled.", "replica", "kind"),
+            replica_kv_usage=d.gauge("edgecore_core_replica_kv_cache_usage",
+                "The engine's KV cache usage (0-1).", "replica"),
+            replica_restarts=d.scraped("edgecore_core_replica_restarts",
+                "Engine restarts after a crash.", "replica"),
+            queue_depth=d.gauge("edgecore_core_queue_depth",
+                "Requests waiting for a replica.", "priority"),
+            queue_limit=d.gauge("edgecore_core_queue_limit",
+                "Queue bound per priority class.", "priority"),
+            admitted=d.scraped("edgecore_core_admitted", "Requests given a replica.", "priority"),
+            rejected=d.scraped("edgecore_core_rejected",
                 "Requests refused (queue_full, queue_timeout: 429; no_replica: 503).",
-                ("priority", "reason"),
-            ),
-            affinity=counter(
-                "edgecore_core_affinity",
+                "priority", "reason"),
+            affinity=d.scraped("edgecore_core_affinity",
                 "Replica choices: hit (the conversation's replica), fallback "
-                "(it was too busy), none (no shared prefix).",
-                ("outcome",),
-            ),
-            evicted=counter(
-                "edgecore_core_drain_evicted", "Requests ended because a drain deadline passed."
-            ),
-        )
+                "(it was too busy), none (no shared prefix).", "outcome"),
+            evicted=d.scraped("edgecore_core_drain_evicted",
+                "Requests ended because a drain deadline passed."),
+        )  # fmt: skip
 
     def observe(self, pool: Pool) -> None:
         """Copy the pool's state into the gauges (at scrape time: no bookkeeping per request)."""

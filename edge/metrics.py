@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from edge.upstream.pool import CorePool
-from shared.prom import ScrapedCounter
+from shared.prom import Declare, ScrapedCounter
 
 # Per-token gaps: OTel's suggested buckets for gen_ai.server.time_per_output_token.
 _TOKEN = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
@@ -73,145 +73,84 @@ class EdgeMetrics:
 
     @classmethod
     def create(cls) -> EdgeMetrics:
-        r = CollectorRegistry()
+        d = Declare()
         return cls(
-            registry=r,
-            requests=Counter(
-                "edgecore_edge_requests", "Chat requests by tier and status.",
-                ["tier", "status"], registry=r,
-            ),
-            in_flight=Gauge("edgecore_edge_in_flight", "Chat requests in flight.", registry=r),
-            ttft=Histogram(
-                "gen_ai_server_time_to_first_token_seconds",
+            registry=d.registry,
+            requests=d.counter("edgecore_edge_requests", "Chat requests by tier and status.",
+                "tier", "status"),
+            in_flight=d.gauge("edgecore_edge_in_flight", "Chat requests in flight."),
+            ttft=d.histogram("gen_ai_server_time_to_first_token_seconds",
                 "Time from request arrival to the first content token, for streamed answers.",
-                ["tier"], buckets=_LATENCY, registry=r,
-            ),
-            tpot=Histogram(
-                "gen_ai_server_time_per_output_token_seconds",
+                "tier", buckets=_LATENCY),
+            tpot=d.histogram("gen_ai_server_time_per_output_token_seconds",
                 "Time per output token after the first, for streamed answers.",
-                ["tier"], buckets=_TOKEN, registry=r,
-            ),
-            duration=Histogram(
-                "gen_ai_server_request_duration_seconds",
-                "Time from request arrival to the last answer byte.",
-                ["tier"], buckets=_LATENCY, registry=r,
-            ),
-            overhead=Histogram(
-                "edgecore_edge_overhead_seconds",
+                "tier", buckets=_TOKEN),
+            duration=d.histogram("gen_ai_server_request_duration_seconds",
+                "Time from request arrival to the last answer byte.", "tier", buckets=_LATENCY),
+            overhead=d.histogram("edgecore_edge_overhead_seconds",
                 "Time the edge added before the first byte (tier wait excluded).",
-                ["tier"], buckets=_LATENCY, registry=r,
-            ),
-            tokens=Histogram(
-                "gen_ai_client_token_usage",
+                "tier", buckets=_LATENCY),
+            tokens=d.histogram("gen_ai_client_token_usage",
                 "Tokens per answered request, by tier, operation, token type (input/output), "
                 "requested and responding model.",
-                ["tier", "gen_ai_operation_name", "gen_ai_token_type", "gen_ai_request_model",
-                 "gen_ai_response_model"],
-                buckets=_TOKENS, registry=r,
-            ),
-            cache=Counter(
-                "edgecore_cache_lookups",
-                "Cache outcomes: hit, miss, bypass (not cacheable/opt-out), error.",
-                ["outcome"], registry=r,
-            ),
-            cache_similarity=Histogram(
-                "edgecore_cache_hit_similarity", "Cosine similarity of served cache hits.",
-                buckets=(0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 1.0), registry=r,
-            ),
-            cache_candidate_similarity=Histogram(
-                "edgecore_cache_candidate_similarity",
+                "tier", "gen_ai_operation_name", "gen_ai_token_type", "gen_ai_request_model",
+                "gen_ai_response_model", buckets=_TOKENS),
+            cache=d.counter("edgecore_cache_lookups",
+                "Cache outcomes: hit, miss, bypass (not cacheable/opt-out), error.", "outcome"),
+            cache_similarity=d.histogram("edgecore_cache_hit_similarity",
+                "Cosine similarity of served cache hits.",
+                buckets=(0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 1.0)),
+            cache_candidate_similarity=d.histogram("edgecore_cache_candidate_similarity",
                 "Cosine similarity of the nearest entry in the partition, per lookup.",
-                buckets=(0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 1.0), registry=r,
-            ),
-            cache_verifier_score=Histogram(
-                "edgecore_cache_verifier_score",
+                buckets=(0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 1.0)),
+            cache_verifier_score=d.histogram("edgecore_cache_verifier_score",
                 "Verifier P(same question) of the best candidate, by match decision.",
-                ["decision"],
-                buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0), registry=r,
-            ),
-            cache_lookup_seconds=Histogram(
-                "edgecore_cache_lookup_seconds",
-                "Cache lookup: Redis KNN, candidate fetch and verification.",
-                buckets=_LATENCY, registry=r,
-            ),
-            cache_match=Counter(
-                "edgecore_cache_match_decisions",
+                "decision",
+                buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0)),
+            cache_lookup_seconds=d.histogram("edgecore_cache_lookup_seconds",
+                "Cache lookup: Redis KNN, candidate fetch and verification.", buckets=_LATENCY),
+            cache_match=d.counter("edgecore_cache_match_decisions",
                 "Match decisions: exact, verified, cosine (served); rejected, contrast, "
-                "below_floor, explore, exact_only, none (not served).",
-                ["reason"], registry=r,
-            ),
-            cache_semantic_enabled=Gauge(
-                "edgecore_cache_semantic_enabled",
+                "below_floor, explore, exact_only, none (not served).", "reason"),
+            cache_semantic_enabled=d.gauge("edgecore_cache_semantic_enabled",
                 "1: the cache serves verified near-repeats; 0: word-for-word repeats only "
-                "(no verifier was prepared, or the cache is off).",
-                registry=r,
-            ),
-            cache_feedback=Counter(
-                "edgecore_cache_feedback",
+                "(no verifier was prepared, or the cache is off)."),
+            cache_feedback=d.counter("edgecore_cache_feedback",
                 "Unserved candidates checked against the fresh answer (agreed: a hit was right).",
-                ["agreed"], registry=r,
-            ),
-            embed_seconds=Histogram(
-                "edgecore_embed_seconds", "Embedding latency per request (queue included).",
-                buckets=_LATENCY, registry=r,
-            ),
-            route=Counter(
-                "edgecore_route_decisions", "Routing decisions by tier and reason.",
-                ["tier", "reason"], registry=r,
-            ),
-            route_score=Histogram(
-                "edgecore_router_score",
+                "agreed"),
+            embed_seconds=d.histogram("edgecore_embed_seconds",
+                "Embedding latency per request (queue included).", buckets=_LATENCY),
+            route=d.counter("edgecore_route_decisions", "Routing decisions by tier and reason.",
+                "tier", "reason"),
+            route_score=d.histogram("edgecore_router_score",
                 "Router score (expected quality gain of the core's model) of scored prompts.",
-                buckets=(-0.2, -0.1, -0.05, 0, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3),
-                registry=r,
-            ),
-            route_seconds=Histogram(
-                "edgecore_router_decision_seconds",
+                buckets=(-0.2, -0.1, -0.05, 0, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3)),
+            route_seconds=d.histogram("edgecore_router_decision_seconds",
                 "Routing decision time (embedding excluded).",
-                buckets=(1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2),
-                registry=r,
-            ),
-            embed_failures=Counter(
-                "edgecore_embed_failures", "Embeddings that failed or timed out.", registry=r,
-            ),
-            degraded=Counter(
-                "edgecore_degraded", "Requests answered in a degraded mode, by reason.",
-                ["reason"], registry=r,
-            ),
-            core_requests=Counter(
-                "edgecore_core_forwards", "Requests forwarded to the core, by HTTP version.",
-                ["http_version"], registry=r,
-            ),
-            disconnects=Counter(
-                "edgecore_edge_client_disconnects",
-                "Requests whose client left early; upstream work was cancelled.",
-                ["tier"], registry=r,
-            ),
-            edge_model_running=Gauge(
-                "edgecore_edge_model_running", "Edge-model generations running now.", registry=r,
-            ),
-            edge_model_waiting=Gauge(
-                "edgecore_edge_model_waiting", "Requests waiting for an edge-model slot.",
-                registry=r,
-            ),
-            edge_model_cancelled=ScrapedCounter(
-                "edgecore_edge_model_cancelled",
-                "Edge-model generations stopped early because the client left.",
-                registry=r,
-            ),
-            core_up=Gauge("edgecore_core_up", "1 when the core's last probe passed.", ["core"],
-                          registry=r),
-            core_breaker=Gauge("edgecore_core_breaker_state",
-                               "Circuit breaker: 0 closed, 1 half-open, 2 open.", ["core"],
-                               registry=r),
-            core_streams=Gauge("edgecore_core_streams", "HTTP/2 streams open to the core.",
-                               ["core"], registry=r),
-            core_rtt=Gauge("edgecore_core_rtt_seconds", "Probe round trip to the core (EWMA).",
-                           ["core"], registry=r),
-            core_failovers=ScrapedCounter(
-                "edgecore_core_failovers",
-                "Requests that moved to another core before their first byte.", registry=r,
-            ),
+                buckets=(1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2)),
+            embed_failures=d.counter("edgecore_embed_failures",
+                "Embeddings that failed or timed out."),
+            degraded=d.counter("edgecore_degraded",
+                "Requests answered in a degraded mode, by reason.", "reason"),
+            core_requests=d.counter("edgecore_core_forwards",
+                "Requests forwarded to the core, by HTTP version.", "http_version"),
+            disconnects=d.counter("edgecore_edge_client_disconnects",
+                "Requests whose client left early; upstream work was cancelled.", "tier"),
+            edge_model_running=d.gauge("edgecore_edge_model_running",
+                "Edge-model generations running now."),
+            edge_model_waiting=d.gauge("edgecore_edge_model_waiting",
+                "Requests waiting for an edge-model slot."),
+            edge_model_cancelled=d.scraped("edgecore_edge_model_cancelled",
+                "Edge-model generations stopped early because the client left."),
+            core_up=d.gauge("edgecore_core_up", "1 when the core's last probe passed.", "core"),
+            core_breaker=d.gauge("edgecore_core_breaker_state",
+                "Circuit breaker: 0 closed, 1 half-open, 2 open.", "core"),
+            core_streams=d.gauge("edgecore_core_streams", "HTTP/2 streams open to the core.",
+                "core"),
+            core_rtt=d.gauge("edgecore_core_rtt_seconds", "Probe round trip to the core (EWMA).",
+                "core"),
+            core_failovers=d.scraped("edgecore_core_failovers",
+                "Requests that moved to another core before their first byte."),
         )  # fmt: skip
 
     def observe_cores(self, pool: CorePool) -> None:

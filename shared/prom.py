@@ -1,4 +1,8 @@
-"""Prometheus counters whose value lives elsewhere (a pool's tallies, a model's count).
+"""Declaring Prometheus metrics on a registry of one's own (``Declare``), and counters whose
+value lives elsewhere (a pool's tallies, a model's count).
+
+``Declare`` spells each metric on one line, name, help and labels, so that the edge's and the
+core's tables read alike and say nothing twice (the registry, the label list's type).
 
 A count that only grows is a Counter (``rate()`` and ``increase()`` handle its resets), even
 when the process keeps it in its own field rather than in a ``prometheus_client.Counter``.
@@ -10,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -60,3 +64,26 @@ class ScrapedCounter(Collector):
         for labelvalues, value in self._samples():
             family.add_metric(list(labelvalues), value)
         yield family
+
+
+class Declare:
+    """Metrics declared on ``registry`` (a fresh one by default): ``counter``, ``gauge`` and
+    ``histogram`` are prometheus_client's, ``scraped`` a ``ScrapedCounter``; label names
+    follow the help text."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+
+    def counter(self, name: str, documentation: str, *labels: str) -> Counter:
+        return Counter(name, documentation, labels, registry=self.registry)
+
+    def gauge(self, name: str, documentation: str, *labels: str) -> Gauge:
+        return Gauge(name, documentation, labels, registry=self.registry)
+
+    def histogram(
+        self, name: str, documentation: str, *labels: str, buckets: Sequence[float]
+    ) -> Histogram:
+        return Histogram(name, documentation, labels, buckets=buckets, registry=self.registry)
+
+    def scraped(self, name: str, documentation: str, *labels: str) -> ScrapedCounter:
+        return ScrapedCounter(name, documentation, labels, registry=self.registry)
