@@ -102,7 +102,7 @@ def saturated_core(log_dir: Path) -> Iterator[str]:
     port = free_port()
     server = start(
         "fake-core-429",
-        [sys.executable, "-m", "tests.fake_core", str(port), "429"],
+        [sys.executable, "-m", "bench.fake_upstream", str(port), "--status", "429"],
         dict(os.environ),
         log_dir,
         f"http://127.0.0.1:{port}",

@@ -72,7 +72,7 @@ def test_a_failed_probe_trips_the_breaker_at_once() -> None:
 
 def fake(kind: str, name: str, log_dir: Path, port: int | None = None) -> Server:
     port = port or free_port()
-    server = start(name, [sys.executable, "-m", "tests.fake_upstreams", kind, str(port)],
+    server = start(name, [sys.executable, "-m", "bench.fake_upstream", str(port), "--kind", kind],
                    dict(os.environ), log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
     wait_ready(server, "/health" if kind == "engine" else "/readyz", timeout=60)
     return server
@@ -91,10 +91,10 @@ def events(r: httpx.Response) -> Iterator[str]:
 
 
 class FakeEngineConfig(EngineConfig):
-    """A supervised "engine" that is tests/fake_upstreams.py instead of vLLM."""
+    """A supervised "engine" that is bench/fake_upstream.py instead of vLLM."""
 
     def command(self, python: str = sys.executable) -> list[str]:
-        return [python, "-m", "tests.fake_upstreams", "engine", str(self.port)]
+        return [python, "-m", "bench.fake_upstream", str(self.port), "--kind", "engine"]
 
 
 # --- the core's engines ------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 The three run in this process, each served by Hypercorn on loopback (the edge reaches the
 core over HTTP/2 as in production): the real edge and core apps, and a fake engine
-(tests/fake_core.make_engine_app) that sends its headers at once and its first content
+(bench/fake_upstream.make_engine_app) that sends its headers at once and its first content
 token only after a prefill delay. One process, so one in-memory span exporter sees every
 span; the fake engine records the traceparent it was sent. No models or Redis needed.
 """
@@ -29,6 +29,7 @@ from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench.common import free_port
+from bench.fake_upstream import WORDS, make_engine_app
 from core.app import create_app as create_core
 from core.profiles import load_profile, profile_names
 from core.settings import CoreSettings, EngineConfig
@@ -38,7 +39,6 @@ from shared import tracing
 from shared.prom import ScrapedCounter
 from shared.serve import hypercorn_config
 from tests.conftest import eventually, metric
-from tests.fake_core import WORDS, make_engine_app
 
 PREFILL_S = 0.6
 MODEL = "smollm2-135m-instruct"  # the edge's core model: pinned to the core tier
