@@ -32,7 +32,7 @@ import httpx
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bench.common import edge_server, free_port, load, progress, redis_server, save
+from bench.common import Results, edge_server, free_port, load, progress, redis_server, run_bench
 from edge.cache.keys import conversation_text
 from edge.cache.match import load_matcher
 from edge.cache.store import CachedAnswer, SemanticCache
@@ -266,15 +266,13 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entries", type=int, default=200)
     parser.add_argument("--requests", type=int, default=2000, help="per path and concurrency")
     parser.add_argument("--http-entries", type=int, default=16, help="answers seeded via HTTP")
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+
+
+def run_all(args: argparse.Namespace) -> Results:
     entries = prompts(args.entries)
     with redis_server() as port:
         # As at the edge (EdgeSettings.blas_threads): the verifier's products on one thread.
@@ -297,12 +295,12 @@ def main() -> None:
             runs |= asyncio.run(
                 over_http(url, key, http_entries, args.requests, variant="+cross-encoder")
             )
-    results = {"entries": args.entries, "requests": args.requests, "runs": runs,
-               "ratios": ratios(runs)}  # fmt: skip
-    path = save("cache_hit_path", results, args.out)
-    plot(results, path.with_suffix(".png"))
-    print(table(results))
-    print(f"wrote {path} and {path.with_suffix('.png')}")
+    return {"entries": args.entries, "requests": args.requests, "runs": runs,
+            "ratios": ratios(runs)}  # fmt: skip
+
+
+def main() -> None:
+    run_bench("cache_hit_path", __doc__, run_all, arguments=arguments, plot=plot, table=table)
 
 
 if __name__ == "__main__":

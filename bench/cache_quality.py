@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import progress, save
+from bench.common import Results, progress, run_bench
 from edge.cache.eval import COSINE_THRESHOLDS, curve, embed_text, load_pairs, rates
 from edge.cache.match import Candidate, Matcher, load_matcher
 from edge.embedder import Embedder
@@ -147,14 +147,12 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--limit", type=int, default=None, help="pairs per set")
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+
+
+def run_all(args: argparse.Namespace) -> Results:
     qqp = args.data / "qqp_pairs.jsonl"
     if not qqp.exists():
         raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
@@ -171,14 +169,14 @@ def main() -> None:
     paraphrases = args.data / "paraphrases_gptcache_mock.jsonl"
     if paraphrases.exists():
         sets["gptcache-paraphrases"] = load_pairs(paraphrases, args.limit)
-    results = {
+    return {
         "verifier": matcher.verifier.meta if matcher.verifier else None,
         "sets": {name: evaluate(name, pairs, embedder, variants) for name, pairs in sets.items()},
     }
-    path = save("cache_quality", results, args.out)
-    plot(results, path.with_suffix(".png"))
-    print(table(results))
-    print(f"wrote {path} and {path.with_suffix('.png')}")
+
+
+def main() -> None:
+    run_bench("cache_quality", __doc__, run_all, arguments=arguments, plot=plot, table=table)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import RESULTS, _stop_group, free_port, pct, progress, save
+from bench.common import RESULTS, Results, _stop_group, free_port, pct, progress, run_bench
 
 EDGE_MODEL = "edge-smollm2-135m"
 CORE_MODEL = "smollm2-135m-instruct"
@@ -570,8 +570,7 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, default=180.0, help="seconds of load")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--clients", type=int, default=4, help="concurrent load workers")
@@ -582,9 +581,10 @@ def main() -> None:
     p.add_argument("--freeze-s", type=float, default=8.0, help="how long a freeze lasts")
     p.add_argument("--recover-timeout", type=float, default=240.0,
                    help="give up on a fault's recovery after this")  # fmt: skip
-    p.add_argument("--out", type=Path, default=RESULTS / "chaos.json")
     p.add_argument("--png", type=Path, default=RESULTS / "chaos.png")
-    args = p.parse_args()
+
+
+def run_all(args: argparse.Namespace) -> Results:
     stack = Stack(Path(tempfile.mkdtemp(prefix="edgecore-chaos-")))
     progress(f"starting the stack (Redis, core + vLLM, edge); log {stack.log} ...")
     try:
@@ -594,10 +594,11 @@ def main() -> None:
         code = stack.stop()
     results["up_exit_code"] = code
     results["up_log_tail"] = stack.log.read_text(errors="replace")[-4000:]
-    save("chaos", results, args.out)
-    plot(results, args.png)
-    print(table(results))
-    print(f"wrote {args.out} and {args.png}")
+    return results
+
+
+def main() -> None:
+    run_bench("chaos", __doc__, run_all, arguments=arguments, plot=plot, table=table, raw_help=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -150,6 +151,46 @@ def save(name: str, results: dict[str, Any], out: Path | None = None) -> Path:
     return path
 
 
+Results = dict[str, Any]
+
+
+def run_bench(
+    name: str,
+    doc: str | None,
+    measure: Callable[[argparse.Namespace], Results],
+    *,
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    plot: Callable[[Results, Path], None] | None = None,
+    table: Callable[[Results], str] | None = None,
+    argv: list[str] | None = None,
+    raw_help: bool = False,
+) -> Path:
+    """One benchmark's command line, run and output, the same for every bench here.
+
+    ``doc`` is the help (the module's docstring; ``raw_help``: kept as written), ``arguments``
+    adds the bench's own options to the common ``--out`` (the JSON; by default
+    ``bench/results/NAME.json``). ``measure`` returns the results; they are saved as JSON, drawn
+    beside it as a PNG (``plot``), printed as a table (``table``), and the files named.
+    """
+    formatter = argparse.RawTextHelpFormatter if raw_help else argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=doc, formatter_class=formatter)
+    if arguments is not None:
+        arguments(parser)
+    parser.add_argument("--out", type=Path, default=None, help=f"default {RESULTS}/{name}.json")
+    args = parser.parse_args(argv)
+    results = measure(args)
+    path = save(name, results, args.out)
+    written = [path]
+    if plot is not None:
+        png = getattr(args, "png", None) or path.with_suffix(".png")
+        plot(results, png)
+        written.append(png)
+    if table is not None:
+        print(table(results))
+    print("wrote " + " and ".join(str(p) for p in written))
+    return path
+
+
 # --- processes, stacks and streams shared by the forward, replay and vLLM-client benches ---
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -188,6 +229,18 @@ def _stop_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
         proc.wait(10)
 
 
+def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in its own process group, its output to ``log``, ``env`` added."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            argv,
+            env=dict(os.environ, **(env or {})),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 @contextlib.contextmanager
 def child(
     argv: list[str],
@@ -201,14 +254,7 @@ def child(
 
     On exit the whole group gets SIGTERM (SIGKILL after 20 s): nothing is left behind.
     """
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            argv,
-            env=dict(os.environ, **(env or {})),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn(argv, log, env)
     try:
         wait_http(ready, proc=proc, log=log, timeout=timeout)
         yield proc.pid
@@ -270,14 +316,7 @@ def stack(log: Path, env: dict[str, str] | None = None) -> Iterator[Stack]:
     env = {**(env or {}), "EDGECORE_CORE_AUTH_TOKEN": token}
     argv = [sys.executable, "-m", "tools.cli", "up"]
     argv += [f"--{name}-port={port}" for name, port in ports.items()]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            argv,
-            env=dict(os.environ, **(env or {})),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn(argv, log, env)
     try:
         deadline = time.monotonic() + 900
         while "edgecore is up" not in log.read_text():

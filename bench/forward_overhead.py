@@ -42,6 +42,7 @@ from typing import Any
 import httpx
 
 from bench.common import (
+    Results,
     bench_venv,
     child,
     cpu_seconds,
@@ -52,7 +53,7 @@ from bench.common import (
     pid_on_port,
     progress,
     redis_server,
-    save,
+    run_bench,
     stack,
     stream_chat,
     summary,
@@ -381,10 +382,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--requests", type=int, default=400, help="per path and concurrency, fake upstream"
     )
@@ -396,8 +394,9 @@ def main() -> None:
     )
     parser.add_argument("--clients", default="1,16,64", help="concurrency levels")
     parser.add_argument("--upstream", default="fake,vllm", help="fake, vllm or both")
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+
+
+def run_all(args: argparse.Namespace) -> Results:
     clients = [int(c) for c in args.clients.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="bench-fwd-"))
     results: dict[str, Any] = {
@@ -421,10 +420,11 @@ def main() -> None:
             for row in paths.values():
                 row.pop("_raw")
         results["upstreams"][upstream] = data
-    path = save("forward_overhead", results, args.out)
-    plot(results, path.with_suffix(".png"))
-    print(table(results))
-    print(f"wrote {path} and {path.with_suffix('.png')}")
+    return results
+
+
+def main() -> None:
+    run_bench("forward_overhead", __doc__, run_all, arguments=arguments, plot=plot, table=table)
 
 
 if __name__ == "__main__":

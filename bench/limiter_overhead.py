@@ -13,12 +13,11 @@ import argparse
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
 
-from bench.common import redis_server, save
+from bench.common import Results, redis_server, run_bench
 from edge.tenancy.keys import Tenant
 from edge.tenancy.limits import Limiter
 
@@ -55,20 +54,26 @@ async def measure(port: int, n: int) -> dict[str, Any]:
     return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=3000)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/limiter.json"))
-    args = parser.parse_args()
+
+
+def run_all(args: argparse.Namespace) -> Results:
     with redis_server() as port:
-        results = asyncio.run(measure(port, args.n))
-    save("limiter", results, args.out)
-    print(f"{'operation':<26}{'p50 µs':>10}{'p99 µs':>10}")
+        return asyncio.run(measure(port, args.n))
+
+
+def table(results: Results) -> str:
+    rows = [f"{'operation':<26}{'p50 µs':>10}{'p99 µs':>10}"]
     for name in ("redis_ping", "limiter_redis_lua", "limiter_local_fallback"):
         r = results[name]
-        print(f"{name:<26}{r['p50_us']:>10}{r['p99_us']:>10}")
-    print(f"limiter / ping (p50): {results['ratio_lua_vs_ping_p50']}")
-    print(f"wrote {args.out}")
+        rows.append(f"{name:<26}{r['p50_us']:>10}{r['p99_us']:>10}")
+    rows.append(f"limiter / ping (p50): {results['ratio_lua_vs_ping_p50']}")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    run_bench("limiter", __doc__, run_all, arguments=arguments, table=table)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Prints a table and writes JSON. Machines here are noisy: compare ratios from one
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -22,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import stack, summary
+from bench.common import run_bench, stack, summary
 
 CORE_MODEL = "smollm2-135m-instruct"
 EDGE_MODEL = "edge-smollm2-135m"
@@ -173,18 +172,13 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--requests", type=int, default=100)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/path_latency.json"))
-    args = parser.parse_args()
-    results = run(args.requests)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
-    print(table(results))
-    print(f"wrote {args.out}")
+
+
+def main() -> None:
+    run_bench("path_latency", __doc__, lambda args: run(args.requests), arguments=arguments,
+              table=table, raw_help=True)  # fmt: skip
 
 
 if __name__ == "__main__":

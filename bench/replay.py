@@ -39,7 +39,16 @@ from typing import Any
 
 import httpx
 
-from bench.common import load, progress, save, shared_data, stack, stream_chat, summary
+from bench.common import (
+    Results,
+    load,
+    progress,
+    run_bench,
+    shared_data,
+    stack,
+    stream_chat,
+    summary,
+)
 
 TIERS = ("cache", "edge", "core")
 CORE_MODEL = "smollm2-135m-instruct"
@@ -391,10 +400,7 @@ def drop_index(redis_port: int, index: str) -> None:
             r.delete(*keys)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=64)
@@ -404,8 +410,9 @@ def main() -> None:
     parser.add_argument("--system", default=SYSTEM, help="system prompt ('' for none)")
     parser.add_argument("--baseline", type=int, default=40, help="requests straight to the core")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+
+
+def run_all(args: argparse.Namespace) -> Results:
     items = schedule(
         args.requests,
         args.repeat_share,
@@ -444,10 +451,11 @@ def main() -> None:
                 )
         finally:
             drop_index(s.ports["redis"], index)
-    path = save("replay", results, args.out)
-    plot(results, path.with_suffix(".png"))
-    print(table(results))
-    print(f"wrote {path} and {path.with_suffix('.png')}")
+    return results
+
+
+def main() -> None:
+    run_bench("replay", __doc__, run_all, arguments=arguments, plot=plot, table=table)
 
 
 if __name__ == "__main__":

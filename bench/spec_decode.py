@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import child, free_port, progress, save
+from bench.common import Results, child, free_port, progress, run_bench
 from core.engine import engine_env
 from core.profiles import load_profile
 from core.settings import EngineConfig, SpeculativeConfig
@@ -115,13 +115,13 @@ def run_engine(config: EngineConfig, requests: int, max_tokens: int) -> dict[str
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=6, help="per prompt kind and mode")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--num-speculative-tokens", type=int, default=4)
-    p.add_argument("--out", type=Path, default=None)
-    args = p.parse_args(argv)
+
+
+def run_all(args: argparse.Namespace) -> Results:
     base = load_profile("cpu-dev").model_copy(update={"port": free_port(), "max_model_len": 2048})
     ngram = SpeculativeConfig(method="ngram", num_speculative_tokens=args.num_speculative_tokens,
                               prompt_lookup_max=4, prompt_lookup_min=2)  # fmt: skip
@@ -134,15 +134,23 @@ def main(argv: list[str] | None = None) -> int:
             base.model_copy(update={"speculative": ngram}), args.requests, args.max_tokens
         ),
     }
-    path = save("spec_decode", results, args.out)
-    print(f"{'prompts':>11} {'mode':>6} {'TTFT ms':>8} {'ITL ms':>7} {'tok/s':>7} {'accept':>7}")
+    return results
+
+
+def table(results: Results) -> str:
+    rows = [f"{'prompts':>11} {'mode':>6} {'TTFT ms':>8} {'ITL ms':>7} {'tok/s':>7} {'accept':>7}"]
     for kind in PROMPTS:
         for mode in ("off", "ngram"):
             r = results[mode][kind]
             acc = "-" if r["draft_acceptance"] is None else f"{r['draft_acceptance']:.2f}"
-            print(f"{kind:>11} {mode:>6} {r['ttft_ms']:>8.1f} {r['itl_ms']:>7.2f} "
-                  f"{r['tokens_per_s']:>7.1f} {acc:>7}")  # fmt: skip
-    print(f"wrote {path}")
+            rows.append(f"{kind:>11} {mode:>6} {r['ttft_ms']:>8.1f} {r['itl_ms']:>7.2f} "
+                        f"{r['tokens_per_s']:>7.1f} {acc:>7}")  # fmt: skip
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    run_bench("spec_decode", __doc__, run_all, arguments=arguments, table=table, argv=argv,
+              raw_help=True)  # fmt: skip
     return 0
 
 

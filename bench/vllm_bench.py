@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import progress, save, stack
+from bench.common import Results, progress, run_bench, stack
 from shared.paths import default_models_dir
 
 MODEL = "smollm2-135m-instruct"
@@ -156,18 +156,16 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-prompts", type=int, default=48, help="per run")
     parser.add_argument("--max-concurrency", type=int, default=8)
     parser.add_argument("--input-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=2, help="runs per target (alternating)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+
+
+def run_all(args: argparse.Namespace) -> Results:
     tmp = Path(tempfile.mkdtemp(prefix="bench-vllm-"))
     progress("starting the stack (Redis, core + vLLM, edge): ~1-2 min ...")
     runs: dict[str, list[dict[str, Any]]] = {"edge": [], "core": []}
@@ -201,10 +199,11 @@ def main() -> None:
     results["ratios_edge_over_core"] = {
         k: round(edge[k] / core[k], 3) for k in edge if isinstance(core[k], float) and core[k]
     }
-    path = save("vllm_bench", results, args.out)
-    plot(results, path.with_suffix(".png"))
-    print(table(results))
-    print(f"wrote {path} and {path.with_suffix('.png')}")
+    return results
+
+
+def main() -> None:
+    run_bench("vllm_bench", __doc__, run_all, arguments=arguments, plot=plot, table=table)
 
 
 if __name__ == "__main__":
