@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from shared.process import ChildProcess, descendants, kill_leftovers, proc_info
-from tools import stack
-from tools.stack import Supervised, Supervisor, format_status
+from tools import supervisor
+from tools.supervisor import Supervised, Supervisor, format_status
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 
@@ -40,7 +40,7 @@ async def _until(check: object, timeout: float = 10.0) -> None:
 def test_a_killed_child_is_restarted_and_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(stack, "FIRST_BACKOFF_S", 0.05)
+    monkeypatch.setattr(supervisor, "FIRST_BACKOFF_S", 0.05)
     asyncio.run(_killed_and_restarted(tmp_path))
 
 
@@ -68,7 +68,7 @@ async def _killed_and_restarted(tmp_path: Path) -> None:
 def test_a_crash_loop_stops_everything_with_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(stack, "FIRST_BACKOFF_S", 0.01)
+    monkeypatch.setattr(supervisor, "FIRST_BACKOFF_S", 0.01)
     asyncio.run(_crash_loop(tmp_path))
 
 
@@ -77,7 +77,7 @@ async def _crash_loop(tmp_path: Path) -> None:
     await s.start()
     await asyncio.wait_for(sup.watch(s), 30)
     assert sup.stop.is_set() and sup.failed
-    assert s.restarts == stack.MAX_RESTARTS
+    assert s.restarts == supervisor.MAX_RESTARTS
     assert sup.message is not None and "redis died 6 times within 60 s" in sup.message
     assert "exit code 3" in sup.message
 

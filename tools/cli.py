@@ -181,7 +181,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     import json
 
-    from tools.stack import STATUS_FILE, format_status
+    from tools.supervisor import STATUS_FILE, format_status
 
     path = args.file or args.home / STATUS_FILE
     try:
