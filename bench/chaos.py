@@ -23,13 +23,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import random
-import re
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -38,65 +34,23 @@ from typing import Any
 
 import httpx
 
-from bench.common import RESULTS, Results, _stop_group, free_port, pct, progress, run_bench
+from bench.chaos_load import (
+    CORE_MODEL,
+    EDGE_MODEL,
+    KINDS,
+    PROMPTS,
+    WEIGHTS,
+    Result,
+    cached_body,
+    fresh_body,
+    request,
+)
+from bench.chaos_report import plot, table
+from bench.chaos_stack import Stack, rss_mb
+from bench.common import RESULTS, Results, pct, progress, run_bench
 
-EDGE_MODEL = "edge-smollm2-135m"
-CORE_MODEL = "smollm2-135m-instruct"
 COMPONENTS = ("redis", "core", "engine")
 ACTIONS = ("freeze", "kill")
-KINDS = ("exact", "reworded", "edge", "core")
-WEIGHTS = (0.35, 0.15, 0.25, 0.25)
-
-# Answered once in the warm-up (model auto, temperature 0): later identical requests are
-# exact hits, the rewordings semantic ones (when the verifier accepts them).
-PROMPTS = [
-    ("What is the capital of France?", "Which city is the capital of France?"),
-    ("Say hello.", "Please say hello."),
-    ("Reply with the word yes.", "Answer with the single word yes."),
-    (
-        "What is the boiling point of water in Celsius?",
-        "At what Celsius temperature does water boil?",
-    ),
-    ("How many days are in a week?", "A week has how many days?"),
-    ("What colour is the sky on a clear day?", "On a clear day, what colour is the sky?"),
-    ("What is 2 plus 2?", "What do you get when you add 2 and 2?"),
-]
-
-
-def cached_body(prompt: str, stream: bool) -> dict[str, Any]:
-    return {
-        "model": "auto",
-        "temperature": 0,
-        "max_tokens": 96,  # an answer cut at the limit is not cached
-        "stream": stream,
-        "messages": [{"role": "user", "content": prompt}],
-    }
-
-
-def fresh_body(model: str, n: int, stream: bool) -> dict[str, Any]:
-    return {
-        "model": model,
-        "max_tokens": 16,
-        "stream": stream,
-        "messages": [{"role": "user", "content": f"Name a fruit and a colour. (#{n})"}],
-    }
-
-
-@dataclass
-class Result:
-    kind: str
-    stream: bool
-    start: float  # seconds since the load began
-    end: float
-    outcome: str  # ok | 503 | 429 | other | hung | lost | refused
-    status: int | None = None
-    tier: str | None = None
-    degraded: str | None = None
-    detail: str = ""
-
-    @property
-    def ms(self) -> float:
-        return (self.end - self.start) * 1000.0
 
 
 @dataclass
@@ -116,144 +70,6 @@ class Fault:
     @property
     def label(self) -> str:
         return f"{self.action} {self.component}"
-
-
-class Stack:
-    """``edgecore up`` on free ports, with its status file and Redis data in a temp dir."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.ports = {name: free_port() for name in ("edge", "core", "engine", "redis")}
-        self.status_file = workdir / "up-status.json"
-        self.log = workdir / "up.log"
-        self.edge = f"http://127.0.0.1:{self.ports['edge']}"
-        self.key = ""
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 900) -> None:
-        argv = [sys.executable, "-m", "tools.cli", "up"]
-        argv += [f"--{name}-port={port}" for name, port in self.ports.items()]
-        argv += [f"--status-file={self.status_file}", f"--redis-dir={self.workdir / 'redis'}"]
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        deadline = time.monotonic() + timeout
-        while "edgecore is up" not in self.log.read_text():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"stack did not start:\n{self.log.read_text()[-3000:]}")
-            time.sleep(1)
-        key = re.search(r"Bearer (ec-[\w-]+)", self.log.read_text())
-        if key is None:
-            raise SystemExit("no development key in the banner")
-        self.key = key.group(1)
-
-    def stop(self) -> int | None:
-        if self.proc is None:
-            return None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(120)
-        except subprocess.TimeoutExpired:
-            _stop_group(self.proc, 5)
-        return self.proc.returncode
-
-    def status(self) -> dict[str, Any]:
-        with contextlib.suppress(OSError, ValueError):
-            data: dict[str, Any] = json.loads(self.status_file.read_text())
-            return data
-        return {}
-
-    def pid(self, component: str) -> int | None:
-        child = self.status().get("children", {}).get(component, {})
-        pid = child.get("pid")
-        return int(pid) if pid else None
-
-
-def rss_mb(stack: Stack) -> dict[str, float | None]:
-    """Resident memory of each part (with its descendants; the core's without its engine)."""
-    import psutil  # type: ignore[import-untyped]
-
-    out: dict[str, float | None] = {}
-    engine = stack.pid("engine")
-    pids = {name: stack.pid(name) for name in ("redis", "core", "engine", "edge")}
-    pids["up"] = stack.proc.pid if stack.proc else None
-    for name, pid in pids.items():
-        if pid is None:
-            out[name] = None
-            continue
-        try:
-            root = psutil.Process(pid)
-            procs = [root]
-            if name != "up":
-                procs += root.children(recursive=True)
-            skip = set()
-            if name == "core" and engine is not None:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    e = psutil.Process(engine)
-                    skip = {e.pid, *(c.pid for c in e.children(recursive=True))}
-            total = 0
-            for p in procs:
-                if p.pid not in skip:
-                    with contextlib.suppress(psutil.NoSuchProcess):
-                        total += p.memory_info().rss
-            out[name] = round(total / 2**20, 1)
-        except psutil.NoSuchProcess:
-            out[name] = None
-    return out
-
-
-async def request(
-    client: httpx.AsyncClient,
-    url: str,
-    body: dict[str, Any],
-    headers: dict[str, str],
-    kind: str,
-    t0: float,
-    deadline: float,
-) -> Result:
-    """One request, classified (see the module's docstring)."""
-    start = time.monotonic() - t0
-    res = Result(kind, bool(body.get("stream")), start, start, "lost")
-
-    async def run() -> None:
-        async with client.stream("POST", url, json=body, headers=headers) as r:
-            res.status, res.tier = r.status_code, r.headers.get("x-edgecore-tier")
-            res.degraded = r.headers.get("x-edgecore-degraded")
-            if r.status_code != 200:
-                text = await r.aread()
-                res.outcome = {503: "503", 429: "429"}.get(r.status_code, "other")
-                res.detail = text[:200].decode(errors="replace")
-                return
-            if not res.stream:
-                data = json.loads(await r.aread())
-                res.outcome = "ok" if data.get("choices") else "other"
-                return
-            error = done = False
-            try:
-                async for line in r.aiter_lines():
-                    if line.startswith("data:"):
-                        payload = line[5:].strip()
-                        if payload == "[DONE]":
-                            done = True
-                        elif '"error"' in payload and "error" in json.loads(payload):
-                            error = True
-                            res.detail = payload[:200]
-            except httpx.TransportError as exc:
-                res.outcome, res.detail = ("other" if error else "lost"), repr(exc)[:200]
-                return
-            res.outcome = "other" if error else ("ok" if done else "lost")
-
-    try:
-        await asyncio.wait_for(run(), deadline)
-    except TimeoutError:
-        res.outcome = "hung"
-    except httpx.ConnectError as exc:
-        res.outcome, res.detail = "refused", repr(exc)[:200]
-    except (httpx.TransportError, ValueError) as exc:
-        res.outcome, res.detail = "lost", repr(exc)[:200]
-    res.end = time.monotonic() - t0
-    return res
 
 
 class Chaos:
@@ -499,75 +315,6 @@ class Chaos:
         d = asdict(f)
         d["probes"] = f.probes[:40]
         return d
-
-
-def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(13, 5.5))
-    colours = {"exact": "tab:green", "reworded": "tab:olive", "edge": "tab:blue",
-               "core": "tab:purple"}  # fmt: skip
-    for kind, colour in colours.items():
-        ok = [r for r in results["requests"] if r["kind"] == kind and r["outcome"] == "ok"]
-        ax.scatter([r["end"] for r in ok], [max(r["ms"], 0.5) for r in ok], s=6, c=colour,
-                   label=f"{kind} ok", alpha=0.6)  # fmt: skip
-    bad = [r for r in results["requests"] if r["outcome"] != "ok"]
-    marks = {"503": "v", "429": "^", "other": "s", "hung": "X", "lost": "D", "refused": "*"}
-    for outcome, marker in marks.items():
-        rows = [r for r in bad if r["outcome"] == outcome]
-        if rows:
-            ax.scatter([r["end"] for r in rows], [max(r["ms"], 0.5) for r in rows], s=28,
-                       c="tab:red", marker=marker, label=outcome)  # fmt: skip
-    for i, f in enumerate(results["faults"]):
-        end = f["ended"] if f["ended"] and f["ended"] > f["at"] else f["at"] + 0.5
-        ax.axvspan(f["at"], end, color="tab:red", alpha=0.15)
-        if f["recover_s"] is not None:
-            ax.axvspan(end, end + f["recover_s"], color="tab:orange", alpha=0.12)
-        ax.annotate(f"{f['action']} {f['component']}", (f["at"], 1.0 - 0.06 * (i % 3)),
-                    xycoords=("data", "axes fraction"), fontsize=8, va="top")  # fmt: skip
-    ax.set_yscale("log")
-    ax.set_xlabel("seconds since the load began")
-    ax.set_ylabel("request latency (ms, log)")
-    ax.set_title("edgecore chaos: faults (red: frozen/killed, orange: until recovered) and latency")
-    ax.legend(loc="lower right", fontsize=7, ncols=3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def table(results: dict[str, Any]) -> str:
-    cols = ("sent", "ok", "degraded", "503", "429", "other", "hung", "lost", "refused")
-    lines = [f"{'kind':<10}" + "".join(f"{c:>9}" for c in cols)]
-    for kind, counts in results["outcomes"].items():
-        lines.append(f"{kind:<10}" + "".join(f"{counts[c]:>9}" for c in cols))
-    lines.append("")
-    lines.append(f"{'latency (ok)':<18}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}")
-    for name, lat in results["latency"].items():
-        p50 = "-" if lat["p50_ms"] is None else f"{lat['p50_ms']:.0f}"
-        p99 = "-" if lat["p99_ms"] is None else f"{lat['p99_ms']:.0f}"
-        lines.append(f"{name:<18}{lat['n']:>6}{p50:>10}{p99:>10}")
-    lines.append("")
-    lines.append(f"{'fault':<16}{'at s':>7}{'detect(readyz)':>16}{'detect(req)':>13}"
-                 f"{'recover':>9}{'recover(readyz)':>17}  note")  # fmt: skip
-
-    def s(v: float | None) -> str:
-        return "-" if v is None else f"{v:.1f}"
-
-    for f in results["faults"]:
-        lines.append(
-            f"{f['action'] + ' ' + f['component']:<16}{f['at']:>7.1f}{s(f['detect_readyz_s']):>16}"
-            f"{s(f['detect_request_s']):>13}{s(f['recover_s']):>9}{s(f['recover_readyz_s']):>17}"
-            f"  {f['note']}"
-        )
-    lines.append("")
-    before, after = results["rss_mb"]["before"], results["rss_mb"]["after"]
-    lines.append("RSS MB   " + "  ".join(f"{k} {before.get(k)} -> {after.get(k)}" for k in before))
-    lines.append(f"restarts (edgecore status): {results['restarts']}")
-    return "\n".join(lines)
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
