@@ -1,0 +1,136 @@
+"""The forward-overhead benchmark's analysis: each proxy's overhead over the direct path, the
+targets it is held to, and the table and plot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.common import pct
+
+
+def overheads(runs: dict[str, Any]) -> dict[str, Any]:
+    """Each proxy's percentile minus the direct path's, per concurrency (ms)."""
+    result: dict[str, Any] = {}
+    for clients, paths in runs.items():
+        direct = paths["direct"]["_raw"]
+        for name in ("edge", "litellm"):
+            raw = paths[name]["_raw"]
+            result[f"{name}@{clients}"] = {
+                f"{metric}_{q}_ms": round(pct(raw[metric], v) - pct(direct[metric], v), 3)
+                for metric in ("ttft", "total")
+                for q, v in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+            }
+    return result
+
+
+def targets(runs: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for clients, paths in runs.items():
+        e, ll = over[f"edge@{clients}"], over[f"litellm@{clients}"]
+        ecpu = paths["edge"].get("requests_per_cpu_s") or 0.0
+        lcpu = paths["litellm"].get("requests_per_cpu_s") or 0.0
+        out[str(clients)] = {
+            "edge_ttft_overhead_p50_le_2ms": e["ttft_p50_ms"] <= 2.0,
+            "edge_le_half_litellm_p50": e["ttft_p50_ms"] <= 0.5 * ll["ttft_p50_ms"],
+            "edge_per_cpu_vs_litellm": round(ecpu / lcpu, 2) if lcpu else None,
+            "edge_per_cpu_ge_2x": bool(lcpu) and ecpu >= 2 * lcpu,
+        }
+    return out
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = []
+    head = (
+        f"{'upstream':<9}{'clients':>8} {'path':<9}{'TTFT p50':>9}{'p95':>8}{'p99':>8}"
+        f"{'total p50':>10}{'p95':>8}{'p99':>8}{'req/s':>8}{'req/CPU-s':>10}"
+    )
+    for upstream, data in results["upstreams"].items():
+        lines.append(head)
+        for clients, paths in data["runs"].items():
+            for name, r in paths.items():
+                t, tot = r["ttft"], r["total"]
+                per_cpu = r.get("requests_per_cpu_s")
+                lines.append(
+                    f"{upstream:<9}{clients:>8} {name:<9}{t['p50_ms']:>9.2f}{t['p95_ms']:>8.2f}"
+                    f"{t['p99_ms']:>8.2f}{tot['p50_ms']:>10.2f}{tot['p95_ms']:>8.2f}"
+                    f"{tot['p99_ms']:>8.2f}{r['per_s']:>8.1f}"
+                    + (f"{per_cpu:>10.1f}" if per_cpu else f"{'-':>10}")
+                )
+        lines.append(
+            f"{'':<9}{'clients':>8} {'overhead':<9}{'TTFT p50':>9}{'p95':>8}{'p99':>8}"
+            f"{'total p50':>10}{'p95':>8}{'p99':>8}{'edge hdr':>9}"
+        )
+        for name, o in data["overhead_ms"].items():
+            proxy, clients = name.split("@")
+            hdr = data["runs"][clients][proxy].get("edge_overhead_header")
+            lines.append(
+                f"{upstream:<9}{clients:>8} {proxy:<9}{o['ttft_p50_ms']:>9.2f}"
+                f"{o['ttft_p95_ms']:>8.2f}{o['ttft_p99_ms']:>8.2f}{o['total_p50_ms']:>10.2f}"
+                f"{o['total_p95_ms']:>8.2f}{o['total_p99_ms']:>8.2f}"
+                + (f"{hdr['p50_ms']:>9.2f}" if hdr else "")
+            )
+        for clients, t in data["targets"].items():
+            lines.append(
+                f"targets {upstream} @{clients}: edge TTFT overhead p50 <= 2 ms: "
+                f"{_yes(t['edge_ttft_overhead_p50_le_2ms'])}; <= half of LiteLLM's: "
+                f"{_yes(t['edge_le_half_litellm_p50'])}; req/CPU-s edge/LiteLLM "
+                f"{t['edge_per_cpu_vs_litellm']}x (>= 2x: {_yes(t['edge_per_cpu_ge_2x'])})"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "NO"
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ups = list(results["upstreams"])
+    fig, axes = plt.subplots(len(ups), 2, figsize=(12, 4.2 * len(ups)), squeeze=False)
+    width = 0.2
+    for row, upstream in enumerate(ups):
+        data = results["upstreams"][upstream]
+        clients = list(data["runs"])
+        x = np.arange(len(clients))
+        ax = axes[row][0]
+        for i, (proxy, q) in enumerate(
+            (("edge", "p50"), ("edge", "p99"), ("litellm", "p50"), ("litellm", "p99"))
+        ):
+            vals = [data["overhead_ms"][f"{proxy}@{c}"][f"ttft_{q}_ms"] for c in clients]
+            ax.bar(
+                x + i * width,
+                vals,
+                width,
+                label=f"{proxy} {q}",
+                color=("tab:blue" if proxy == "edge" else "tab:orange"),
+                alpha=1.0 if q == "p50" else 0.5,
+            )
+        ax.axhline(2, color="grey", linestyle="--", linewidth=1)  # the edge's 2 ms target
+        ax.set_yscale("symlog", linthresh=1)
+        ax.set_xticks(x + 1.5 * width, [f"{c} clients" for c in clients])
+        ax.set_title(f"{upstream}: TTFT overhead vs direct (ms, symlog)")
+        ax.legend(fontsize=8, loc="upper left")
+        ax = axes[row][1]
+        for i, proxy in enumerate(("edge", "litellm")):
+            vals = [data["runs"][c][proxy].get("requests_per_cpu_s") or 0 for c in clients]
+            ax.bar(
+                x + i * width,
+                vals,
+                width,
+                label=proxy,
+                color=("tab:blue" if proxy == "edge" else "tab:orange"),
+            )
+        ax.set_xticks(x + 0.5 * width, [f"{c} clients" for c in clients])
+        ax.set_title(f"{upstream}: requests per CPU-second of the proxy")
+        ax.legend(fontsize=8)
+    fig.suptitle("Forward path: edgecore edge vs LiteLLM proxy (same upstream, same run)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
