@@ -225,7 +225,7 @@ def vllm_upstream(tmp: Path, clients: list[int], requests: int) -> dict[str, Any
     progress("starting the stack (Redis, core + vLLM, edge): ~1-2 min ...")
     with (
         stack(tmp / "up.log") as s,
-        litellm(s.core, tmp, s.core.token) as (ll_url, ll_pid, ll_key, version),
+        litellm(s.core, tmp, s.core_token) as (ll_url, ll_pid, ll_key, version),
     ):
         edge_pid = pid_on_port(s.ports["edge"])
         paths = _paths(s.core, s.edge, edge_pid, s.key, ll_url, ll_pid, ll_key, s.core_headers)

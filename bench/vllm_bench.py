@@ -170,7 +170,7 @@ def run_all(args: argparse.Namespace) -> Results:
     progress("starting the stack (Redis, core + vLLM, edge): ~1-2 min ...")
     runs: dict[str, list[dict[str, Any]]] = {"edge": [], "core": []}
     with stack(tmp / "up.log") as s:
-        targets = {"edge": (s.edge, s.key), "core": (s.core, s.core.token)}
+        targets = {"edge": (s.edge, s.key), "core": (s.core, s.core_token)}
         order = ["edge", "core"]
         # The first run on a fresh stack is slow whichever target it hits (engine and
         # connections warming up): one unrecorded run per target first.
