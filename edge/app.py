@@ -36,7 +36,7 @@ from edge.tenancy.limits import Limiter
 from edge.tiers.core import CoreTier
 from edge.tiers.local import LocalTier
 from edge.tiers.local_model import LocalModel
-from edge.upstream.pool import CorePool, Timeouts
+from edge.upstream.pool import CorePool
 from shared import tracing
 from shared.accesslog import AccessLog
 from shared.errors import EXCEPTION_HANDLERS
@@ -134,29 +134,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
                 floor=settings.cache.candidate_floor,
                 retry_after_s=settings.retry_after_s,
             )
-        core = CorePool(
-            [(c.url, c.priority) for c in settings.core_specs()],
-            timeouts=Timeouts(
-                connect_s=settings.core.connect_timeout_s,
-                first_byte_s=settings.core.first_byte_timeout_s,
-                idle_s=settings.core.idle_timeout_s,
-                first_byte_per_1k_chars_s=settings.core.first_byte_per_1k_chars_s,
-                probe_s=settings.core.probe_timeout_s,
-            ),
-            streams_per_connection=settings.core.streams_per_connection,
-            max_connections=settings.core.max_connections,
-            breaker_threshold=settings.core.breaker_threshold,
-            breaker_cooldown_s=settings.core.breaker_cooldown_s,
-            probe_failures=settings.core.probe_failures,
-            probe_successes=settings.core.probe_successes,
-            ca_file=settings.core.ca_file,
-            token=settings.core.token.get_secret_value() if settings.core.token else None,
-            client_cert=(
-                (settings.core.client_certfile, settings.core.client_keyfile)
-                if settings.core.client_certfile and settings.core.client_keyfile
-                else None
-            ),
-        )
+        core = CorePool.configured(settings.core_specs(), settings.core)
         await core.probe()
         probes = asyncio.create_task(core.probe_forever(settings.core.probe_interval_s))
         router = _router(settings, router_model if embedder is not None else None)

@@ -183,6 +183,13 @@ class UpstreamSettings(BaseModel):
         ge=0,
         description="Added to the first-byte deadline per 1000 prompt characters (prefill).",
     )
+    unary_per_token_s: float = Field(
+        default=0.1,
+        ge=0,
+        description="A JSON (non-stream) request waits for the whole answer before any byte "
+        "comes back: its first-byte deadline grows by this per token of max_tokens "
+        "(1024 when unset). Streams are unaffected.",
+    )
     idle_timeout_s: float = Field(
         default=60.0,
         gt=0,

@@ -41,3 +41,13 @@ def test_every_section_field_has_one_flat_name() -> None:
     }
     assert set(names.values()) == fields and len(names) == len(fields)
     assert names["cache_ttl_s"] == ("cache", "ttl_s") and names["cores"] == ("core", "cores")
+
+
+def test_a_json_request_gets_time_for_its_whole_answer() -> None:
+    from edge.upstream.cores import Timeouts
+
+    t = Timeouts(connect_s=1, first_byte_s=10, idle_s=5, first_byte_per_1k_chars_s=1,
+                 unary_per_token_s=0.1, unary_default_tokens=100)  # fmt: skip
+    assert t.first_byte_for(2000, {"stream": True, "max_tokens": 500}) == 12
+    assert t.first_byte_for(2000, {"max_tokens": 500}) == 62
+    assert t.first_byte_for(0, {}) == 20  # no max_tokens: the default allowance

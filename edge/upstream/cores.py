@@ -26,9 +26,19 @@ class Timeouts:
     idle_s: float  # longest silence on a stream once it started
     first_byte_per_1k_chars_s: float = 0.0  # more time to the first byte for long prompts
     probe_s: float = 2.0  # a health probe's deadline
+    # A JSON (non-stream) answer's headers come only once it is whole: time per token asked.
+    unary_per_token_s: float = 0.0
+    unary_default_tokens: int = 1024  # when the request sets no max_tokens
 
-    def first_byte_for(self, prompt_chars: int) -> float:
-        return self.first_byte_s + self.first_byte_per_1k_chars_s * prompt_chars / 1000
+    def first_byte_for(self, prompt_chars: int, payload: dict[str, Any] | None = None) -> float:
+        """The deadline for response headers: longer for long prompts (prefill) and, for a
+        JSON request, for every token it may generate."""
+        deadline = self.first_byte_s + self.first_byte_per_1k_chars_s * prompt_chars / 1000
+        if payload is not None and not payload.get("stream"):
+            limit = payload.get("max_completion_tokens") or payload.get("max_tokens")
+            tokens = limit if isinstance(limit, int) and limit > 0 else self.unary_default_tokens
+            deadline += self.unary_per_token_s * tokens
+        return deadline
 
 
 def prompt_chars(payload: dict[str, Any]) -> int:

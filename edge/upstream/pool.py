@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from edge.settings import CoreSpec, UpstreamSettings
 from edge.upstream.breaker import CircuitBreaker, State
 from edge.upstream.cores import Core, Timeouts, prompt_chars, tls_context
 from edge.upstream.errors import CoreStalled, CoreUnavailable
@@ -48,6 +49,29 @@ log = logging.getLogger("edgecore.edge.core")
 
 
 class CorePool:
+    @classmethod
+    def configured(cls, cores: list[CoreSpec], s: UpstreamSettings) -> CorePool:
+        """The pool the settings' core section describes (edge.settings)."""
+        timeouts = Timeouts(
+            connect_s=s.connect_timeout_s, first_byte_s=s.first_byte_timeout_s,
+            idle_s=s.idle_timeout_s, first_byte_per_1k_chars_s=s.first_byte_per_1k_chars_s,
+            probe_s=s.probe_timeout_s, unary_per_token_s=s.unary_per_token_s,
+        )  # fmt: skip
+        certs = (s.client_certfile, s.client_keyfile)
+        return cls(
+            [(c.url, c.priority) for c in cores],
+            timeouts=timeouts,
+            streams_per_connection=s.streams_per_connection,
+            max_connections=s.max_connections,
+            breaker_threshold=s.breaker_threshold,
+            breaker_cooldown_s=s.breaker_cooldown_s,
+            probe_failures=s.probe_failures,
+            probe_successes=s.probe_successes,
+            ca_file=s.ca_file,
+            token=s.token.get_secret_value() if s.token else None,
+            client_cert=(certs[0], certs[1]) if certs[0] and certs[1] else None,
+        )
+
     def __init__(
         self,
         cores: list[tuple[str, int]],
@@ -134,7 +158,7 @@ class CorePool:
         if tenant:
             headers["x-edgecore-tenant"] = tenant  # the core may class whole tenants as batch
         tracing.inject(headers)  # traceparent: the core's spans join this request's trace
-        deadline = self.timeouts.first_byte_for(prompt_chars(payload))
+        deadline = self.timeouts.first_byte_for(prompt_chars(payload), payload)
         for attempt in range(2):
             if core.down.is_set():
                 raise CoreUnavailable("core-down", "its health probe failed")
