@@ -128,11 +128,6 @@ class EdgePipeline:
         pinned = decision.reason in ("model", "features")
         policy = tenant.degrade or s.core.unavailable_policy
         if policy == "503" or not self.local.available or pinned:
-            raise ApiError(
-                503,
-                f"the core is unavailable ({exc.reason}); retry later",
-                code="core_unavailable",
-                headers={"retry-after": str(s.retry_after_s)},
-            ) from None
+            raise exc.error(s.retry_after_s) from None
         ctx.degrade(exc.reason)
         return Decision("edge", "fallback")

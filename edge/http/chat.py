@@ -11,13 +11,12 @@ import logging
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.http.intake import admit, failed, new_context
+from edge.http.intake import admit, answered, new_context
 from edge.services import EdgeServices
 from edge.settings import EdgeSettings
 from shared.errors import ApiError
 from shared.redact import redact
 from shared.schemas import ChatCompletionRequest
-from shared.streaming import Releasing
 
 log = logging.getLogger("edgecore.edge.requests")
 
@@ -29,22 +28,18 @@ async def chat_completions(request: Request) -> Response:
         request, svc, ctx, ChatCompletionRequest, tokens=lambda r: _token_estimate(r, svc.settings)
     )
     req = admitted.req
-    try:
+
+    async def handle() -> Response:
         _check_limits(req, svc.settings)
         response = await svc.pipeline.handle(request, ctx, admitted.tenant, admitted.data, req)
-    except ApiError as exc:
-        admitted.release()
-        failed(ctx, exc)
-        raise
-    except BaseException:
-        admitted.release()
-        raise
-    if svc.settings.log_prompts:
-        log.info(
-            "request %s tenant=%s tier=%s prompt=%r",
-            ctx.request_id, admitted.tenant.name, ctx.tier, redact(req.prompt_text()),
-        )  # fmt: skip
-    return Releasing(response, admitted.release)
+        if svc.settings.log_prompts:
+            log.info(
+                "request %s tenant=%s tier=%s prompt=%r",
+                ctx.request_id, admitted.tenant.name, ctx.tier, redact(req.prompt_text()),
+            )  # fmt: skip
+        return response
+
+    return await answered(admitted, ctx, handle())
 
 
 def _token_estimate(req: ChatCompletionRequest, s: EdgeSettings) -> int:

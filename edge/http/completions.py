@@ -13,13 +13,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from edge.context import RequestContext
-from edge.http.intake import Admitted, admit, failed, new_context
+from edge.http.intake import Admitted, admit, answered, new_context
 from edge.services import EdgeServices
 from edge.upstream.pool import CoreUnavailable
 from shared.errors import ApiError
 from shared.parameters import completion_refusals
 from shared.schemas import CompletionRequest
-from shared.streaming import Releasing
 
 
 async def text_completions(request: Request) -> Response:
@@ -30,16 +29,7 @@ async def text_completions(request: Request) -> Response:
         request, svc, ctx, CompletionRequest,
         tokens=lambda r: len(str(r.prompt)) // 4 + (r.max_tokens or 0),
     )  # fmt: skip
-    try:
-        response = await _handle(request, svc, ctx, admitted)
-    except ApiError as exc:
-        admitted.release()
-        failed(ctx, exc)
-        raise
-    except BaseException:
-        admitted.release()
-        raise
-    return Releasing(response, admitted.release)
+    return await answered(admitted, ctx, _handle(request, svc, ctx, admitted))
 
 
 async def _handle(

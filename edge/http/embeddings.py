@@ -131,12 +131,7 @@ async def _from_core(svc: EdgeServices, data: dict[str, Any], rid: str) -> Any:
     try:
         upstream = await svc.core.send(data, request_id=rid, stream=True, path="/v1/embeddings")
     except CoreUnavailable as exc:
-        raise ApiError(
-            503,
-            f"the core is unavailable ({exc.reason}); retry later",
-            code="core_unavailable",
-            headers={"retry-after": str(svc.settings.retry_after_s)},
-        ) from None
+        raise exc.error(svc.settings.retry_after_s) from None
     try:
         await upstream.response.aread()
     finally:

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
+from starlette.responses import Response
 
 from edge.context import RequestContext
 from edge.services import EdgeServices
 from edge.tenancy.keys import Tenant
 from shared.errors import ApiError, from_validation_error
 from shared.http import json_object, read_body, request_id
+from shared.streaming import Releasing
 
 Schema = TypeVar("Schema", bound=BaseModel)
 
@@ -83,6 +85,23 @@ async def admit(
         svc.metrics.in_flight.dec()
 
     return Admitted(tenant, data, req, release)
+
+
+async def answered(
+    admitted: Admitted[Any], ctx: RequestContext, work: Awaitable[Response]
+) -> Response:
+    """``work``'s response, holding the in-flight slot until its body is sent; on an
+    error the slot is given back and the error counted."""
+    try:
+        response = await work
+    except ApiError as exc:
+        admitted.release()
+        failed(ctx, exc)
+        raise
+    except BaseException:
+        admitted.release()
+        raise
+    return Releasing(response, admitted.release)
 
 
 def failed(ctx: RequestContext, exc: ApiError) -> None:

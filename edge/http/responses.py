@@ -11,11 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.http.intake import admit, failed, new_context
+from edge.context import RequestContext
+from edge.http.intake import Admitted, admit, answered, failed, new_context
 from edge.services import EdgeServices
 from edge.upstream.pool import CoreUnavailable
 from shared.errors import ApiError
-from shared.streaming import Releasing
 
 
 class ResponsesRequest(BaseModel):
@@ -43,40 +43,32 @@ async def responses(request: Request) -> Response:
         failed(ctx, exc)
         raise exc
     admitted = await admit(request, svc, ctx, ResponsesRequest, tokens=lambda r: 1024)
+    return await answered(admitted, ctx, _forward(request, svc, ctx, admitted))
+
+
+async def _forward(
+    request: Request, svc: EdgeServices, ctx: RequestContext, admitted: Admitted[ResponsesRequest]
+) -> Response:
+    s, model = svc.settings, admitted.req.model
+    if model == s.edge_model:
+        raise ApiError(
+            400,
+            f"{model} does not serve the Responses API; use model={s.core_model}",
+            code="unsupported_model",
+            param="model",
+        )
+    if model not in (s.auto_model, s.core_model):
+        raise ApiError(
+            404, f"The model '{model}' does not exist.", code="model_not_found", param="model"
+        )
+    payload = {**admitted.data, "model": s.core_model}
     try:
-        model = admitted.req.model
-        if model == s.edge_model:
-            raise ApiError(
-                400,
-                f"{model} does not serve the Responses API; use model={s.core_model}",
-                code="unsupported_model",
-                param="model",
-            )
-        if model not in (s.auto_model, s.core_model):
-            raise ApiError(
-                404, f"The model '{model}' does not exist.", code="model_not_found", param="model"
-            )
-        payload = {**admitted.data, "model": s.core_model}
-        try:
-            response = await svc.pipeline.core.forward(
-                request, ctx, payload, path="/v1/responses", tenant=admitted.tenant
-            )
-        except CoreUnavailable as exc:
-            raise ApiError(
-                503,
-                f"the core is unavailable ({exc.reason}); retry later",
-                code="core_unavailable",
-                headers={"retry-after": str(s.retry_after_s)},
-            ) from None
-        except ApiError as exc:
-            if exc.status in (404, 405):  # engines without the endpoint
-                raise _not_served() from None
-            raise
+        return await svc.pipeline.core.forward(
+            request, ctx, payload, path="/v1/responses", tenant=admitted.tenant
+        )
+    except CoreUnavailable as exc:
+        raise exc.error(s.retry_after_s) from None
     except ApiError as exc:
-        admitted.release()
-        failed(ctx, exc)
+        if exc.status in (404, 405):  # engines without the endpoint
+            raise _not_served() from None
         raise
-    except BaseException:
-        admitted.release()
-        raise
-    return Releasing(response, admitted.release)

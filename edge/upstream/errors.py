@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import httpx
 
+from shared.errors import ApiError
+
 
 class CoreUnavailable(Exception):
     """No core could take the request before its first byte (nothing was answered)."""
@@ -11,6 +13,15 @@ class CoreUnavailable(Exception):
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
+
+    def error(self, retry_after_s: int) -> ApiError:
+        """The client's answer when nothing can stand in: 503 with Retry-After."""
+        return ApiError(
+            503,
+            f"the core is unavailable ({self.reason}); retry later",
+            code="core_unavailable",
+            headers={"retry-after": str(retry_after_s)},
+        )
 
 
 class CoreStalled(httpx.ReadTimeout):
