@@ -102,7 +102,7 @@ class EdgePipeline:
         if self.local.model is not None:
             router.edge_queue_high = self.local.model.waiting >= s.route.edge_queue_high
         t = time.perf_counter()
-        decision = router.route(req, vector, tenant.route_policy)
+        decision = router.route(req, vector, tenant.route_policy, ruled_out=True)
         self.metrics.route_seconds.observe(time.perf_counter() - t)
         if decision.score is not None:
             self.metrics.route_score.observe(decision.score)

@@ -52,11 +52,18 @@ class Decision:
     degraded: str | None = None
 
 
+class _FromRequest:
+    """``rule``'s default: read the refusal from the request itself."""
+
+
+FROM_REQUEST = _FromRequest()
+
+
 def rule(
     req: ChatCompletionRequest,
     rules: RouteRules,
     policy: str = "auto",
-    edge_refusal: Refusal | None = None,
+    edge_refusal: Refusal | _FromRequest | None = FROM_REQUEST,
 ) -> Decision | None:
     """The decision rules impose, or None when the score should decide. 404 for unknown models.
 
@@ -65,7 +72,7 @@ def rule(
     then goes to the core; a request pinned to the edge gets a 400 that names it. Read from
     the request itself when not given.
     """
-    if edge_refusal is None:
+    if isinstance(edge_refusal, _FromRequest):  # callers that checked pass what they found
         edge_refusal = refusals(req.model_dump(exclude_none=True)).get("edge")
     if req.model == rules.edge_model:
         _refuse_on_edge(edge_refusal, rules)
@@ -180,9 +187,16 @@ class Router:
         self.core_saturated_until = time.monotonic() + seconds
 
     def route(
-        self, req: ChatCompletionRequest, vector: np.ndarray | None, policy: str = "auto"
+        self,
+        req: ChatCompletionRequest,
+        vector: np.ndarray | None,
+        policy: str = "auto",
+        *,
+        ruled_out: bool = False,
     ) -> Decision:
-        ruled = rule(req, self.rules, policy)
+        """The tier for ``req``; ``ruled_out``: the caller already found that no rule
+        decides it (the pipeline), so the rules are not read twice."""
+        ruled = None if ruled_out else rule(req, self.rules, policy)
         if ruled is not None:
             return ruled
         if self.model is None or vector is None:
