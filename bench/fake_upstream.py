@@ -152,9 +152,22 @@ def make_app(tokens: int) -> Starlette:
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
+    async def embeddings(request: Request) -> Response:
+        """An embedding engine's answer: one 4-dimensional vector per input."""
+        body = json.loads(await request.body())
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(i), 0.5, 0.25, 0.125]}
+            for i in range(len(inputs))
+        ]
+        used = {"prompt_tokens": 3 * len(inputs), "total_tokens": 3 * len(inputs)}
+        return JSONResponse({"object": "list", "model": body["model"], "data": data,
+                             "usage": used})  # fmt: skip
+
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/embeddings", embeddings, methods=["POST"]),
             _models(None),
             Route("/readyz", _ready),
             Route("/healthz", _ready),

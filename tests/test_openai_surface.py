@@ -3,13 +3,17 @@ completions, logprobs through the core, refused parameters, and the Responses AP
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import httpx
 import numpy as np
 import openai
 import pytest
 from openai import OpenAI
 
-from tests.conftest import Keys
+from tests.conftest import Keys, free_port, start, start_edge, wait_ready
 from tests.test_stack import CORE_MODEL, EDGE_MODEL, unique
 
 pytestmark = pytest.mark.slow
@@ -136,3 +140,31 @@ def test_responses_are_forwarded_or_refused_never_404(edge_url: str, keys: Keys)
         assert r.json()["object"] == "response"
     else:
         assert r.json()["error"]["code"] == "not_implemented"
+
+
+def test_embedding_models_the_core_serves_are_forwarded(
+    models_dir: Path, log_dir: Path, redis_url: str, keys: Keys
+) -> None:
+    port = free_port()
+    core = start(
+        "fake-embedding-core", [sys.executable, "-m", "bench.fake_upstream", str(port)],
+        dict(os.environ), log_dir, f"http://127.0.0.1:{port}",
+    )  # fmt: skip
+    wait_ready(core, "/readyz", timeout=30)
+    edge = start_edge(
+        "edge-core-embeddings", log_dir, models_dir, core_url=core.url, redis_url=redis_url,
+        keys_file=str(keys.file), core_embed_models='["bge-large"]',
+    )  # fmt: skip
+    try:
+        oai = OpenAI(base_url=edge.url + "/v1", api_key=keys.alpha, max_retries=0, timeout=60)
+        assert {"bge-large", EMBED_MODEL} <= {m.id for m in oai.models.list()}
+        raw = oai.embeddings.with_raw_response.create(
+            model="bge-large", input=["a", "b"], encoding_format="float"
+        )
+        assert raw.headers["x-edgecore-tier"] == "core"
+        answer = raw.parse()
+        assert [d.embedding[0] for d in answer.data] == [0.0, 1.0]  # the core's vectors
+        assert answer.usage.prompt_tokens == 6
+    finally:
+        edge.stop()
+        core.stop()

@@ -80,7 +80,7 @@ capabilities:
 vLLM's flags, mirroring core.settings.EngineConfig.command() after
 `python3 -m vllm.entrypoints.openai.api_server` (same flags, same order), with the pod's
 host and port; the container's command holds the module.
-tests/test_infra.py compares the two for every values file.
+tests/test_infra_chart.py compares the two for every values file.
 */}}
 {{- define "edgecore.engineArgs" -}}
 {{- $c := .Values.engines.config -}}
