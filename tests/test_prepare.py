@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tools.prepare import CROSS_ENCODER, CROSS_ENCODER_RECIPE, VERIFIER, VERIFIER_RECIPE, _done
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,3 +50,18 @@ def test_a_cross_encoder_built_another_way_is_rebuilt(tmp_path: Path) -> None:
     meta = {"version": "0123456789ab", "recipe": CROSS_ENCODER_RECIPE}
     (cross / "edgecore.json").write_text(json.dumps(meta))
     assert _done(cross, "edgecore.json")
+
+
+def test_own_pairs_are_what_the_cache_models_train_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools.prepare import cache_data, describe_cache_data, use_pairs
+
+    pairs = tmp_path / "mine.jsonl"
+    pairs.write_text('{"text_a": "a?", "text_b": "b?", "label": 0}\n' * 3)
+    monkeypatch.setenv("EDGECORE_CACHE_DATA", str(tmp_path / "nowhere"))
+    assert "none at" in describe_cache_data() and "exact repeats only" in describe_cache_data()
+    use_pairs(pairs, tmp_path / "home")
+    assert (cache_data() / "qqp_pairs.jsonl").resolve() == pairs.resolve()
+    said = describe_cache_data()
+    assert str(pairs.resolve()) in said and "3 pairs" in said and "sha256" in said

