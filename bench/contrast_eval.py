@@ -84,32 +84,17 @@ def dev_set(rows: list[dict[str, Any]], embedder: Embedder, matcher: Matcher) ->
             k["pairs"] += 1
             k["served"] += int(s)
         opposite = labels == 0
+        listed = [
+            ({"kind": r["kind"], "cached": r["text_a"], "asked": r["text_b"],
+              "cosine": round(float(c), 4), "reason": why}, s, r)
+            for r, s, c, why in zip(rows, served, cosine, reasons, strict=True)
+        ]  # fmt: skip
         out[name] = {
             "opposites_served": int((served & opposite).sum()),
             "paraphrase_recall": round(float(served[~opposite].mean()), 4),
             "by_kind": dict(sorted(kinds.items())),
-            "served_opposites": [
-                {
-                    "kind": r["kind"],
-                    "cached": r["text_a"],
-                    "asked": r["text_b"],
-                    "cosine": round(float(c), 4),
-                    "reason": why,
-                }
-                for r, s, c, why in zip(rows, served, cosine, reasons, strict=True)
-                if s and not r["label"]
-            ],
-            "missed_paraphrases": [
-                {
-                    "kind": r["kind"],
-                    "cached": r["text_a"],
-                    "asked": r["text_b"],
-                    "cosine": round(float(c), 4),
-                    "reason": why,
-                }
-                for r, s, c, why in zip(rows, served, cosine, reasons, strict=True)
-                if not s and r["label"]
-            ],
+            "served_opposites": [p for p, s, r in listed if s and not r["label"]],
+            "missed_paraphrases": [p for p, s, r in listed if not s and r["label"]],
         }
     out["cosine"] = {
         "opposites_median": round(float(np.median(cosine[labels == 0])), 4),

@@ -303,3 +303,17 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"evaluation data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+def gateway(name: str, engine_port: int, log_dir: Path) -> Server:
+    """A core gateway relaying to the session's engine: it can be frozen on its own."""
+    port = free_port()
+    env = service_env(
+        EDGECORE_CORE_PORT=str(port),
+        EDGECORE_CORE_ENGINE__PORT=str(engine_port),
+        EDGECORE_CORE_MANAGE_ENGINE="false",
+    )
+    server = start(name, [sys.executable, "-m", "tools.cli", "core", "serve"], env, log_dir,
+                   f"http://127.0.0.1:{port}")  # fmt: skip
+    wait_ready(server, "/readyz", timeout=60)
+    return server

@@ -26,6 +26,7 @@ from tests.conftest import (
     Server,
     eventually,
     free_port,
+    gateway,
     metric,
     service_env,
     start,
@@ -37,19 +38,6 @@ pytestmark = pytest.mark.slow
 
 CORE_MODEL = "smollm2-135m-instruct"
 STORY = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]
-
-
-def gateway(name: str, engine_port: int, log_dir: Path) -> Server:
-    port = free_port()
-    env = service_env(
-        EDGECORE_CORE_PORT=str(port),
-        EDGECORE_CORE_ENGINE__PORT=str(engine_port),
-        EDGECORE_CORE_MANAGE_ENGINE="false",
-    )
-    server = start(name, [sys.executable, "-m", "tools.cli", "core", "serve"], env, log_dir,
-                   f"http://127.0.0.1:{port}")  # fmt: skip
-    wait_ready(server, "/readyz", timeout=60)
-    return server
 
 
 def stream_events(url: str, key: str, body: dict[str, object]) -> Iterator[str]:

@@ -32,6 +32,7 @@ from tests.conftest import (
     Keys,
     Server,
     eventually,
+    gateway,
     service_env,
     start,
     start_edge,
@@ -273,20 +274,6 @@ def test_frozen_vllm_engine_gets_503_at_once_and_is_restarted_when_it_stays_froz
 
 
 # --- the edge's cores --------------------------------------------------------------------
-
-
-def gateway(name: str, engine_port: int, log_dir: Path) -> Server:
-    """A core gateway relaying to the session's engine: it can be frozen on its own."""
-    port = free_port()
-    env = service_env(
-        EDGECORE_CORE_PORT=str(port),
-        EDGECORE_CORE_ENGINE__PORT=str(engine_port),
-        EDGECORE_CORE_MANAGE_ENGINE="false",
-    )
-    server = start(name, [sys.executable, "-m", "tools.cli", "core", "serve"], env, log_dir,
-                   f"http://127.0.0.1:{port}")  # fmt: skip
-    wait_ready(server, "/readyz", timeout=60)
-    return server
 
 
 @pytest.mark.slow
