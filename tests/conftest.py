@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import ssl
 import subprocess
 import sys
@@ -317,3 +318,15 @@ def gateway(name: str, engine_port: int, log_dir: Path) -> Server:
                    f"http://127.0.0.1:{port}")  # fmt: skip
     wait_ready(server, "/readyz", timeout=60)
     return server
+
+
+def engine_ports() -> int:
+    """A port P with P + 1 also free: replica i's engine listens on ENGINE__PORT + i."""
+    while True:
+        base = free_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", base + 1))
+            except OSError:
+                continue
+        return base

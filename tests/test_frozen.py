@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ from tests.conftest import (
     CorePorts,
     Keys,
     Server,
+    engine_ports,
     eventually,
     gateway,
     service_env,
@@ -146,18 +146,6 @@ def test_frozen_supervised_engine_is_unhealthy_at_once_and_restarted_when_it_sta
                     os.killpg(with_pid, 0)
 
     asyncio.run(scenario())
-
-
-def engine_ports() -> int:
-    """A port P with P + 1 also free."""
-    while True:
-        base = free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", base + 1))
-            except OSError:
-                continue
-        return base
 
 
 def session_for(replica: str, names: list[str]) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,7 +23,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import eventually, free_port, metric, service_env, start, wait_ready
+from tests.conftest import (
+    engine_ports,
+    eventually,
+    free_port,
+    metric,
+    service_env,
+    start,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -58,18 +65,6 @@ class PoolCore:
         payload = {"model": MODEL, "max_tokens": 4, "messages": messages, **body}
         return httpx.post(self.url + "/v1/chat/completions", json=payload,
                           headers=self.headers(), timeout=120)  # fmt: skip
-
-
-def engine_ports() -> int:
-    """A port P with P + 1 also free: replica i's engine listens on ENGINE__PORT + i."""
-    while True:
-        base = free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", base + 1))
-            except OSError:
-                continue
-        return base
 
 
 @pytest.fixture(scope="module")
