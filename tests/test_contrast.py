@@ -227,14 +227,14 @@ def test_prepare_without_training_data_skips_the_verifier(
     monkeypatch.setattr(
         prepare,
         "_done",
-        lambda path, marker: path.name not in (prepare.CROSS_ENCODER, prepare.VERIFIER),
+        lambda path, marker, budget: path.name not in (prepare.CROSS_ENCODER, prepare.VERIFIER),
     )
 
     def no_run(argv: list[str]) -> None:
         raise AssertionError(f"nothing is trained without data: {argv}")
 
     monkeypatch.setattr(prepare, "_run", no_run)
-    assert prepare.prepare_all(home=tmp_path, models_dir=models, force=False) == 0
+    assert prepare.prepare_all(home=tmp_path, models_dir=models, force=False, fetch_url=None) == 0
     out = capsys.readouterr().out
     assert "verifier trained on QQP + STS-B: skipped, no training data" in out
     assert "word-for-word" in out

