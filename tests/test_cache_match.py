@@ -21,7 +21,14 @@ from edge.cache.pair_checks import (
     opposite_words,
     told_apart_by,
 )
-from edge.cache.verifier import PrecisionCurve, Stack, Verifier, calibrate, stacked
+from edge.cache.verifier import (
+    PrecisionCurve,
+    Stack,
+    Verifier,
+    calibrate,
+    pair_features,
+    stacked,
+)
 from edge.embedder import Embedder
 from shared.completions import cached_usage
 
@@ -238,6 +245,19 @@ def test_the_stack_gates_on_the_mlp_and_weighs_the_cross_encoder() -> None:
     assert out[3] == pytest.approx(0.9, abs=1e-4)
 
 
+def test_the_stack_bounds_bracket_every_cross_encoder_answer() -> None:
+    stack = Stack(gate=0.2, bias=0.5, w_mlp=1.2, w_cross=0.8, low=-4.0, high=6.0)
+    v = cosine_verifier()
+    v.stack = stack
+    mlp = np.array([0.1, 0.3, 0.6, 0.95], dtype=np.float32)
+    low, high = v.bounds(mlp)
+    for logit_value in (-100.0, -4.0, 0.0, 3.0, 6.0, 100.0):  # clipped to [low, high]
+        out = stacked(mlp, np.full(4, logit_value, dtype=np.float32), stack)
+        assert np.all(low <= out) and np.all(out <= high)
+    assert low[0] == high[0] == 0.0  # under the gate: 0, nothing to read
+    assert stack == Stack(*stack.as_array())  # saved and loaded whole
+
+
 def test_the_stack_gate_ignores_pairs_the_names_check_zeroed() -> None:
     from tools.prepare.verifier_train import stack_gate
 
@@ -360,3 +380,35 @@ def test_a_search_result_whose_entry_just_expired_is_skipped() -> None:
     candidate, answer = hit
     assert candidate.entry_id == "abc" and abs(candidate.cosine - 0.98) < 1e-9
     assert answer.content == "Paris." and answer.usage is None
+
+
+def test_the_cross_encoder_reads_only_pairs_whose_decision_it_can_change(
+    models_dir: Path, trained_verifier: Path
+) -> None:
+    """The borderline band: same decisions as reading every pair, fewer reads."""
+    emb = Embedder(models_dir / "all-minilm-l6-v2-onnx")
+    verifier = Verifier.load(trained_verifier, models_dir / "cache-cross-encoder")
+    assert verifier.cross is not None
+    read: list[tuple[str, str]] = []
+    logits = verifier.cross.logits
+
+    def spy(pairs: list[tuple[str, str]]) -> np.ndarray:  # the real model, counted
+        read.extend(pairs)
+        return logits(pairs)
+
+    verifier.cross.logits = spy  # type: ignore[method-assign]
+    # No contrast veto and no floor: every pair reaches the verifier.
+    matcher = Matcher(verifier, MatchPolicy(floor=0.0, delta=0.1, contrast=False))
+    band = reference = 0
+    for cached, asked, _ in load_pairs(Path(__file__).parent / "data" / "contrast_dev.jsonl"):
+        a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
+        read.clear()
+        match = matcher.decide(b, asked, [Candidate("e", float(a @ b), cached, a)])
+        band += len(read)
+        read.clear()
+        features = pair_features(a, b, cached, asked)[None, :]
+        score = float(verifier.score_pairs(features, [(cached, asked)])[0])
+        reference += len(read)
+        served = verifier.calibration.precision_at(score) >= 0.9
+        assert match.serve == served, (cached, asked, match, score)
+    assert band < reference, (band, reference)

