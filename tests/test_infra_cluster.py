@@ -256,6 +256,20 @@ def test_schema_is_valid_json_schema_and_covers_every_default() -> None:
         assert not errors, (path.name, [e.message for e in errors])
 
 
+def test_images_are_pinned_by_digest_when_given() -> None:
+    digest = "sha256:" + "ab" * 32
+    eu = yaml.safe_load((INFRA / "helm/values/eu-west-1.yaml").read_text())
+    pinned = {"images": {"core": {"repository": "r/core", "tag": "0.1.0", "digest": digest}}}
+    images = {
+        c["image"]
+        for d in render(_merge(eu, pinned))
+        for c in d.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+        + d.get("spec", {}).get("leaderWorkerTemplate", {}).get("workerTemplate", {})
+        .get("spec", {}).get("containers", [])
+    }  # fmt: skip
+    assert f"r/core:0.1.0@{digest}" in images
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
@@ -266,6 +280,10 @@ def test_schema_is_valid_json_schema_and_covers_every_default() -> None:
         ({"autoscaling": {"keda": {"enabled": "yes"}}}, "/autoscaling/keda/enabled"),
         ({"mtls": {"issuerRef": {"name": "ca", "kind": "Secret"}}}, "/mtls/issuerRef/kind"),
         ({"images": {"edge": {"repository": "r", "tag": ""}}}, "/images/edge/tag"),
+        (
+            {"images": {"core": {"repository": "r", "tag": "1", "digest": "latest"}}},
+            "/images/core/digest",
+        ),
         ({"redis": {"maxmemory": "lots"}}, "/redis/maxmemory"),
         ({"engines": {"apiKey": "plain-text-key"}}, "/engines/apiKey"),
     ],

@@ -21,7 +21,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{- define "edgecore.image" -}}
+{{- if .digest -}}
+{{- printf "%s:%s@%s" .repository .tag .digest -}}
+{{- else -}}
 {{- printf "%s:%s" .repository .tag -}}
+{{- end -}}
 {{- end }}
 
 {{/*
