@@ -14,7 +14,8 @@ instance shared by both), same entries. For 1, 16 and 64 concurrent clients it t
 - ``http-verified``: the same over HTTP for a reworded question ("what's" for "what is"),
   which no exact step can answer: embedding, KNN and the MLP verifier all run. The edge
   runs with exploration off, so every such hit is served. A second edge on the same index
-  repeats it with the cross-encoder on (``http-verified+cross-encoder``).
+  repeats it with the cross-encoder on (``http-verified+cross-encoder``), and a third with
+  it reading every candidate, as before the borderline band (``+cross-encoder/every``).
 Prints a table, writes JSON and a PNG next to it. Compare ratios: machines here are noisy.
 """
 
@@ -290,11 +291,15 @@ def run_all(args: argparse.Namespace) -> Results:
         http_entries = entries[: args.http_entries]
         with edge_server(tmp / "edge.log", **edge) as url:
             runs |= asyncio.run(over_http(url, key, http_entries, args.requests))
-        # The same index and entries, with the cross-encoder stacked on the verifier.
-        with edge_server(tmp / "edge-cross.log", **edge, cache_cross_encoder="true") as url:
-            runs |= asyncio.run(
-                over_http(url, key, http_entries, args.requests, variant="+cross-encoder")
-            )
+        # The same index and entries, with the cross-encoder stacked on the verifier: as it
+        # runs (only where it can change the decision), then reading every candidate.
+        for variant, band in (("+cross-encoder", "true"), ("+cross-encoder/every", "false")):
+            log = tmp / f"edge{variant.replace('/', '-')}.log"
+            with edge_server(log, **edge, cache_cross_encoder="true",
+                             cache_cross_encoder_band=band) as url:  # fmt: skip
+                runs |= asyncio.run(
+                    over_http(url, key, http_entries, args.requests, variant=variant)
+                )
     return {"entries": args.entries, "requests": args.requests, "runs": runs,
             "ratios": ratios(runs)}  # fmt: skip
 

@@ -67,6 +67,11 @@ class CacheSettings(BaseModel):
         "+~3 ms per verified lookup; see README: more recall at delta 0.1 on QQP, less on "
         "ChatGPT-style rewrites at 0.05).",
     )
+    cross_encoder_band: bool = Field(
+        default=True,
+        description="Ask the cross-encoder only where its answer can change the decision "
+        "(false: every candidate the MLP does not rule out, as before; for measuring).",
+    )
     prior_strength: float = Field(
         default=20.0, gt=0.0, description="How many observations the verifier's prior is worth."
     )

@@ -62,6 +62,7 @@ class MatchPolicy:
     # least this close by cosine alone (opposites embed at 0.95-0.99: an operator's risk).
     min_similarity: float | None = None
     contrast: bool = True  # veto opposite-meaning candidates (off only to measure it)
+    band: bool = True  # cross-encoder only where it can change the decision (off: to measure)
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,8 @@ class Matcher:
         mlp = verifier.mlp_scores(features, pairs)
         if verifier.stack is None or verifier.cross is None:
             return mlp
+        if not self.policy.band:
+            return verifier.stacked_scores(mlp, pairs, range(len(pairs)))
         low, high = verifier.bounds(mlp)
         bar = 1.0 - self.policy.delta
         sure = [i for i, c in enumerate(scored) if self._confidence(float(low[i]), c) >= bar]
@@ -228,6 +231,7 @@ def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> 
         prior_strength=settings.cache.prior_strength,
         explore_rate=settings.cache.explore_rate,
         min_similarity=settings.cache.min_similarity,
+        band=settings.cache.cross_encoder_band,
     )
     matcher = Matcher(verifier, policy)
     if metrics is not None:
