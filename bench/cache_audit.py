@@ -210,7 +210,7 @@ def _decide(
     from bench.cache_quality import decisions, scored
 
     settings = EdgeSettings()
-    base = load_matcher(settings.model_copy(update={"cache_cross_encoder": False}))
+    base = load_matcher(settings.with_cache(cross_encoder=False))
     if base.verifier is None:
         raise SystemExit("no verifier prepared: run `edgecore models prepare` first")
     # The lowest floor: ``serves`` raises it per config.

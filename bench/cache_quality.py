@@ -158,10 +158,11 @@ def run_all(args: argparse.Namespace) -> Results:
         raise SystemExit(f"no evaluation data at {args.data} (../shared/data/cache)")
     settings = EdgeSettings()
     embedder = Embedder(settings.embed_model_dir(), threads=2)
-    matcher = load_matcher(settings.model_copy(update={"cache_cross_encoder": False}))
+    matcher = load_matcher(settings.with_cache(cross_encoder=False))
     variants = {"mlp": matcher}
     if matcher.verifier is not None:
-        stacked = load_matcher(settings.model_copy(update={"cache_cross_encoder": True}))
+        # Every candidate read: the curve needs the stack's own score, not the band's bound.
+        stacked = load_matcher(settings.with_cache(cross_encoder=True, cross_encoder_band=False))
         if stacked.blocking:
             variants["mlp+cross-encoder"] = stacked
     test = [p for p in load_pairs(qqp) if split(p[0], p[1]) == "test"][: args.limit]

@@ -368,6 +368,11 @@ class EdgeSettings(BaseSettings):
     def router_dir(self) -> Path:
         return self.models_dir / "router"
 
+    def with_cache(self, **changes: object) -> EdgeSettings:
+        """A copy with these cache fields changed (``model_copy`` with a flat name such as
+        ``cache_cross_encoder`` would set an attribute nothing reads)."""
+        return self.model_copy(update={"cache": self.cache.model_copy(update=changes)})
+
     def verifier_dir(self) -> Path:
         return self.models_dir / "verifier"
 

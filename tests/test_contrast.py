@@ -203,9 +203,7 @@ def test_without_a_verifier_only_exact_repeats_are_served(
     assert matcher.threshold > 1.0
     # An operator may opt in to cosine alone; contrasts are still told apart.
     cosine = load_matcher(
-        settings.model_copy(
-            update={"cache": settings.cache.model_copy(update={"min_similarity": 0.95})}
-        ),
+        settings.with_cache(min_similarity=0.95),
         metrics,
     )
     assert cosine.semantic

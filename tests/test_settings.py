@@ -51,3 +51,11 @@ def test_a_json_request_gets_time_for_its_whole_answer() -> None:
     assert t.first_byte_for(2000, {"stream": True, "max_tokens": 500}) == 12
     assert t.first_byte_for(2000, {"max_tokens": 500}) == 62
     assert t.first_byte_for(0, {}) == 20  # no max_tokens: the default allowance
+
+
+def test_with_cache_changes_the_section_that_is_read() -> None:
+    settings = EdgeSettings()
+    changed = settings.with_cache(cross_encoder=True, false_hit_budget=0.05)
+    assert (changed.cache.cross_encoder, changed.cache.false_hit_budget) == (True, 0.05)
+    assert settings.cache.cross_encoder is False  # a copy
+    assert changed.route == settings.route

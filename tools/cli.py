@@ -73,11 +73,8 @@ def cmd_eval_cache(args: argparse.Namespace) -> int:
         cache["candidate_floor"] = args.candidate_floor
     if args.cross_encoder is not None:
         cache["cross_encoder"] = args.cross_encoder
-    settings = settings.model_copy(
-        update={
-            "models_dir": args.models_dir or args.home / "models",
-            "cache": settings.cache.model_copy(update=cache),
-        }
+    settings = settings.with_cache(**cache).model_copy(
+        update={"models_dir": args.models_dir or args.home / "models"}
     )
     embedder = Embedder(settings.embed_model_dir(), threads=args.threads)
     try:
