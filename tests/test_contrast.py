@@ -234,7 +234,7 @@ def test_prepare_without_training_data_skips_the_verifier(
     monkeypatch.setattr(prepare, "_run", no_run)
     assert prepare.prepare_all(home=tmp_path, models_dir=models, force=False, fetch_url=None) == 0
     out = capsys.readouterr().out
-    assert "verifier trained on QQP + STS-B: skipped, no training data" in out
+    assert "verifier trained on QQP + STS-B + hard pairs: skipped, no training data" in out
     assert "word-for-word" in out
     assert not (models / prepare.VERIFIER).exists()
 

@@ -167,8 +167,8 @@ def prepare_all(
         (SMOLLM2_HF, "edgecore.json", "SmolLM2-135M-Instruct GGUF -> HF folder (for vLLM)"),
         (SMOLLM2_ONNX, "genai_config.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
         (ROUTER, "router.npz", "router trained on LLMRouter data"),
-        (CROSS_ENCODER, "edgecore.json", "cache cross-encoder: MiniLM tuned on QQP -> ONNX"),
-        (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B"),
+        (CROSS_ENCODER, "edgecore.json", "cache cross-encoder: MiniLM on QQP + hard pairs -> ONNX"),
+        (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B + hard pairs"),
     ]
     t_all = time.perf_counter()
     find_or_fetch_pairs(home, fetch_url)
