@@ -15,6 +15,9 @@ without it, on:
   catch, not how they generalise;
 * ``tests/data/contrast_holdout.jsonl``, a second set written after the rules were, in the
   same kinds: its first run (before any rule was changed) is the generalisation figure;
+* ``tests/data/contrast_blind.jsonl``, a third set written blind (by someone who saw
+  neither the other sets nor the rules), before it was first run: 130 opposites and 89
+  paraphrases in the same kinds. Nothing was tuned on it;
 * the QQP test split of ``../shared/data/cache`` (skipped when absent): precision and recall
   of the default decision before and after the veto;
 * the GPTCache paraphrase mock (all paraphrases): recall before and after.
@@ -43,6 +46,7 @@ from tools.prepare.pair_split import split
 
 DEV = Path(__file__).resolve().parents[1] / "tests" / "data" / "contrast_dev.jsonl"
 HOLDOUT = DEV.with_name("contrast_holdout.jsonl")
+BLIND = DEV.with_name("contrast_blind.jsonl")
 
 
 def load_dev(path: Path) -> list[dict[str, Any]]:
@@ -122,7 +126,7 @@ def pair_set(
 
 def table(results: dict[str, Any]) -> str:
     lines = []
-    for name in ("dev", "holdout"):
+    for name in ("dev", "holdout", "blind"):
         if results.get(name):
             lines.extend(contrast_table(name, results[name]))
     return "\n".join(lines + pair_table(results))
@@ -164,6 +168,7 @@ def pair_table(results: dict[str, Any]) -> list[str]:
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dev", type=Path, default=DEV)
     parser.add_argument("--holdout", type=Path, default=HOLDOUT)
+    parser.add_argument("--blind", type=Path, default=BLIND)
     parser.add_argument("--data", type=Path, default=DATA, help="../shared/data/cache")
     parser.add_argument(
         "--limit", type=int, default=None, help="pairs per QQP/GPTCache set (0: dev set only)"
@@ -185,6 +190,7 @@ def run_all(args: argparse.Namespace) -> Results:
         },
         "dev": dev_set(load_dev(args.dev), embedder, matcher),
         "holdout": dev_set(load_dev(args.holdout), embedder, matcher),
+        "blind": dev_set(load_dev(args.blind), embedder, matcher),
     }
     qqp = args.data / "qqp_pairs.jsonl"
     if args.limit == 0:
