@@ -194,7 +194,7 @@ async def over_http(
         for prompt in entries:
             with contextlib.suppress(RuntimeError):
                 r = await ask(reworded(prompt))
-                if r.headers.get("x-edgecore-cache-match", "").startswith("verified"):
+                if r.headers.get("x-edgecore-cache-match", "").startswith(("verified", "reworded")):
                     verified.append(reworded(prompt))
         paths = {f"http-verified{variant}/edgecore": verified}
         if not variant:

@@ -404,6 +404,8 @@ def test_the_cross_encoder_reads_only_pairs_whose_decision_it_can_change(
         a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
         read.clear()
         match = matcher.decide(b, asked, [Candidate("e", float(a @ b), cached, a)])
+        if match.reason == "reworded":  # decided before any model
+            continue
         band += len(read)
         read.clear()
         features = pair_features(a, b, cached, asked)[None, :]

@@ -53,6 +53,7 @@ antonym | What is the minimum wage in Ohio? | What is the maximum wage in Ohio?
 antonym | Is it a good time to buy gold? | Is it a good time to sell gold?
 antonym | How do I sort a list in ascending order? | How do I sort a list in descending order?
 negation | Which fruits are safe for dogs? | Which fruits are not safe for dogs?
+negation | Which houseplants are toxic to dogs? | Which houseplants are non-toxic to dogs?
 negation | Why is my car battery charging? | Why is my car battery not charging?
 negation | What happens if I pay my bill on time? | What happens if I don't pay my bill on time?
 number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
@@ -74,7 +75,7 @@ synonym | How do I fix a leaking faucet? | How do I repair a leaking faucet?
 synonym | How can I buy Bitcoin safely? | How can I purchase Bitcoin safely?
 reorder | Do I need a visa when traveling to Japan? | When traveling to Japan, do I need a visa?
 reorder | In Python, how do I read a file by line? | How do I read a file by line in Python?
-reorder | Is Bluetooth 5.0 compatible with 4.2? | Is Bluetooth 4.2 compatible with 5.0?
+reorder | Can I eat sushi if I'm pregnant? | If I am pregnant, can I eat sushi?
 reword | How do I copy photos from iPhone to Mac? | How can I copy photos from iPhone to Mac?
 """)
 
@@ -180,7 +181,8 @@ def test_the_shipped_decision_serves_a_paraphrase(
     shipped: tuple[Embedder, Matcher], kind: str, cached: str, asked: str
 ) -> None:
     cosine, match = _decide(shipped, cached, asked)
-    assert match.serve and match.reason == "verified", (kind, cosine, match)
+    # "reworded": the same words in meaning, decided without a model; "verified": the MLP.
+    assert match.serve and match.reason in ("reworded", "verified"), (kind, cosine, match)
 
 
 def test_without_a_verifier_only_exact_repeats_are_served(
@@ -208,7 +210,8 @@ def test_without_a_verifier_only_exact_repeats_are_served(
     )
     assert cosine.semantic
     assert metrics.registry.get_sample_value("edgecore_cache_semantic_enabled") == 1.0
-    assert cosine.decide(q, "How can I reset my password?", [near]).reason == "cosine"
+    assert cosine.decide(q, "How can I reset my password?", [near]).reason == "reworded"
+    assert cosine.decide(q, "Steps to reset my password?", [near]).reason == "cosine"
     told = cosine.decide(q, "How do I not reset my password?", [near])
     assert (told.serve, told.reason, told.contrast) == (False, "contrast", "negation")
 

@@ -235,7 +235,8 @@ def opposed_words(cached: str, asked: str) -> tuple[str, str] | None:
 
 
 # "without" too: "with no money" is "without any money"; "bread" / "bread without yeast".
-_NEGATORS = frozenset("not no never nobody nothing none neither nor noone without".split())
+# "non" is the prefix of "non-toxic" (the words are split at the hyphen).
+_NEGATORS = frozenset("not no never nobody nothing none neither nor noone without non".split())
 
 
 def negations(text: str) -> int:

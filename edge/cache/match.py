@@ -10,7 +10,10 @@ Redis returns the nearest entries inside the request's hard partition; this modu
    direction or argument order, an antonym, a negation, another number, unit or name, an
    added condition) is never served, whatever its cosine or score: such pairs embed at
    0.95-0.99 and QQP, the verifier's training data, rarely shows them.
-5. Otherwise the pairwise verifier scores each candidate (its MLP, then the cross-encoder
+5. A candidate that is the new question reworded (``reworded``: contractions, filler,
+   plurals, listed synonyms, a moved qualifier; the same words in meaning) is served: the
+   MLP, trained on QQP's noisy near-identical pairs, refuses many of these.
+6. Otherwise the pairwise verifier scores each candidate (its MLP, then the cross-encoder
    on what the MLP did not rule out); the best one is served when the entry's estimated
    precision at that score is at least ``1 - delta``.
 
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edge.cache.contrast import contrast_by
+from edge.cache.rewording import reworded
 from edge.cache.verifier import ARTIFACT, Verifier, pair_features
 from edge.metrics import EdgeMetrics
 from edge.settings import EdgeSettings
@@ -71,7 +75,7 @@ class Match:
     score: float
     confidence: float
     serve: bool
-    # none | below_floor | exact | verified | rejected | explore | cosine | contrast |
+    # none | below_floor | exact | reworded | verified | rejected | explore | cosine | contrast |
     # exact_only (no verifier: semantic matching off)
     reason: str
     contrast: str | None = None  # with reason "contrast": which (contrast.CONTRASTS)
@@ -143,6 +147,9 @@ class Matcher:
             i = max(range(len(live)), key=lambda j: live[j].cosine)
             return Match(live[i], 0.0, 0.0, False, "contrast", told[i])
         live = [c for c, why in zip(live, told, strict=True) if why is None]
+        for c in live:  # the same question in other words: no model needed
+            if reworded(c.prompt, text):
+                return Match(c, 1.0, 1.0, True, "reworded")
         if self.verifier is None:
             assert p.min_similarity is not None  # self.semantic
             best = max(live, key=lambda c: c.cosine)

@@ -1,0 +1,118 @@
+"""Is the asked question the cached one reworded, word for word in meaning? (pure)
+
+Some repeats are plainly the same question in other words: contractions ("What's" /
+"What is"), filler ("please", "a", "the"), a plural, a common synonym ("fix" / "repair"), or a
+qualifier moved ("In Python, how do I ...?" / "How do I ... in Python?"). The MLP verifier,
+trained on QQP whose near-identical pairs are often labelled different, scores many of these
+under its threshold (the contrast sets' reorder and synonym paraphrases), so they are decided
+here, by construction rather than by a model.
+
+Two questions are rewordings when their canonical words (``canonical``) are the same
+sequence, or the same up to one moved block that starts with a preposition or a
+subordinator ("in Python", "when traveling to Japan"): after the common start and end are
+cut off, one middle is a rotation of the other. Prepositions, comparatives and every word
+that carries meaning stay, so "convert A to B" / "B to A", "is A faster than B" / "B faster
+than A" and "boat house" / "house boat" are never rewordings; the matcher runs the contrast
+check before this in any case.
+"""
+
+from __future__ import annotations
+
+import re
+
+from edge.cache.contrast_words import contrast_words
+
+# Words whose presence or absence does not change the question asked.
+_FILLER = frozenset("a an the please pls plz kindly just really actually is are am".split())
+# Auxiliaries, dropped where they do not end a sentence ("What does Redis do?" keeps its
+# last "do": it is the verb asked about).
+_AUXILIARY = frozenset(("do", "does", "did"))
+# "How can I", "how could you", "how do you": the generic "how do I" (who asks is the same).
+_HOW_DO = frozenset(("do", "can", "could"))
+_GENERIC = frozenset(("i", "you", "one", "we"))
+# One canonical word for each group of words with one meaning in a question. Conservative:
+# only words that mean the same in every sense a question is likely to use.
+_SYNONYMS = {
+    "repair": "fix", "film": "movie", "automobile": "car", "purchase": "buy",
+    "large": "big", "begin": "start", "kid": "child", "children": "child",
+    "photo": "picture", "photograph": "picture", "pic": "picture", "quickest": "fastest",
+    "mistake": "error", "assist": "help", "simplest": "easiest", "method": "way",
+    "u": "you", "ur": "your", "whats": "what", "tv": "television", "utilize": "use",
+    "utilise": "use", "obtain": "get",
+}  # fmt: skip
+# A block may move only when it is a qualifier: it starts with one of these.
+_MOVABLE = frozenset(
+    "in on at for from with without by during when while if before after since until "
+    "using via under over inside within".split()
+)
+_PUNCT = frozenset(",;:?!.")
+# "C++" and "C#" are not "C" (the word pattern drops the signs).
+_LANGUAGE_NAMES = re.compile(r"\b([A-Za-z])(\+\+|#)")
+_SIGNS = {"++": "plusplus", "#": "sharp"}
+_LONGEST = 60  # words; longer texts are left to the verifier
+
+
+def _stem(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def canonical(text: str) -> list[str]:
+    """The words that carry the question: contractions spelled out, filler dropped,
+    plurals and listed synonyms folded."""
+    text = _LANGUAGE_NAMES.sub(lambda m: m.group(1) + _SIGNS[m.group(2)], text)
+    tokens = contrast_words(text)
+    ends = {i - 1 for i, w in enumerate(tokens) if w in _PUNCT} | {len(tokens) - 1}
+    kept = [(w, i in ends) for i, w in enumerate(tokens) if w not in _PUNCT]
+    words = [w for w, _ in kept]
+    # A plural folds to its singular unless the text has both ("http" and "https").
+    present = set(words)
+    out = []
+    for i, (w, last) in enumerate(kept):
+        generic = i >= 2 and words[i - 2] == "how" and words[i - 1] in _HOW_DO
+        if w in _FILLER or (w in _HOW_DO and i >= 1 and words[i - 1] == "how"):
+            continue
+        if w in _AUXILIARY and not last:
+            continue
+        if generic and w in _GENERIC:
+            continue
+        w = _SYNONYMS.get(w, w)
+        stem = _stem(w)
+        if stem != w and stem not in present:
+            w = _SYNONYMS.get(stem, stem)
+        out.append(w)
+    return out
+
+
+def _moved_block(a: list[str], b: list[str]) -> bool:
+    """``b`` is ``a`` with one qualifier block moved (rotation of the differing middle)."""
+    start = 0
+    while start < len(a) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < len(a) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    middle_a, middle_b = a[start : len(a) - end], b[start : len(b) - end]
+    n = len(middle_a)
+    for cut in range(1, n):
+        head, tail = middle_a[:cut], middle_a[cut:]
+        if tail + head == middle_b and (head[0] in _MOVABLE or tail[0] in _MOVABLE):
+            return True
+    return False
+
+
+def _unread(text: str) -> list[str]:
+    """Letters the word pattern does not read (other scripts, quoted symbols): these must
+    match exactly, since ``canonical`` cannot see them."""
+    return sorted(c for c in text if ord(c) > 127 and c.isalnum())
+
+
+def reworded(cached: str, asked: str) -> bool:
+    """Whether ``asked`` is ``cached`` reworded without any change of meaning."""
+    if _unread(cached) != _unread(asked):
+        return False
+    a, b = canonical(cached), canonical(asked)
+    if not a or len(a) != len(b) or len(a) > _LONGEST or sorted(a) != sorted(b):
+        return False
+    return a == b or _moved_block(a, b)

@@ -1,0 +1,58 @@
+"""The rewording check: the same question in other words is served without a model, and
+nothing that changes what is asked passes for a rewording (pure, no models)."""
+
+from __future__ import annotations
+
+import pytest
+
+from edge.cache.rewording import canonical, reworded
+
+SAME = [
+    ("What is the best way to learn Spanish?", "What's the best way to learn Spanish?"),
+    ("Where's the best place to buy a used car?", "Where is the best place to buy a used car?"),
+    ("How do I fix a leaking faucet?", "How do I repair a leaking faucet?"),
+    ("How can I buy Bitcoin safely?", "How do I purchase bitcoin safely?"),
+    ("How do you make cold brew coffee?", "How can I make cold brew coffee?"),
+    ("In Python, how do I read a file by line?", "How do I read a file by line in Python?"),
+    ("Do I need a visa when traveling to Japan?", "When traveling to Japan, do I need a visa?"),
+    ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
+    ("Please explain what a monad is", "explain what a monad is"),
+    ("What are the best ways to save money?", "What is the best way to save money?"),
+]
+DIFFERENT = [
+    ("How do I convert Celsius to Fahrenheit?", "How do I convert Fahrenheit to Celsius?"),
+    ("Is Python faster than Java?", "Is Java faster than Python?"),
+    ("Why did Brutus kill Caesar?", "Why did Caesar kill Brutus?"),
+    ("What is a boat house?", "What is a house boat?"),
+    ("What is the scope after learning C++?", "What is the scope after learning C?"),
+    ("Is C# hard to learn?", "Is C hard to learn?"),
+    ("What do credit cards do?", "What's a credit card?"),
+    ("Why do you hate me?", "Why do I hate you?"),
+    ("Can dogs eat grapes?", "Do dogs eat grapes?"),
+    ("What does лес mean?", "What does мир mean?"),
+    ("Why does my printer connect?", "Why doesn't my printer connect?"),
+    ("How do I turn on dark mode?", "How do I turn off dark mode?"),
+    ("How can I redirect HTTP to HTTPS in nginx?", "How can I redirect HTTPS to HTTP in nginx?"),
+    ("Who is the president of France?", "Who was the president of France?"),
+    ("How to boil an egg for 6 minutes", "How to boil an egg for 10 minutes"),
+    ("What is the capital of Australia?", "What is the capital of Austria?"),
+    ("How to be happy?", "How to happy?"),
+]
+
+
+@pytest.mark.parametrize(("cached", "asked"), SAME)
+def test_a_rewording_is_the_same_question(cached: str, asked: str) -> None:
+    assert reworded(cached, asked), (canonical(cached), canonical(asked))
+    assert reworded(asked, cached)
+
+
+@pytest.mark.parametrize(("cached", "asked"), DIFFERENT)
+def test_a_change_of_meaning_is_no_rewording(cached: str, asked: str) -> None:
+    assert not reworded(cached, asked), (canonical(cached), canonical(asked))
+    assert not reworded(asked, cached)
+
+
+def test_a_moved_block_must_be_a_qualifier() -> None:
+    # "in Python" may move; two nouns trading places may not.
+    assert reworded("How to sort a list in Python", "In Python how to sort a list")
+    assert not reworded("dog food recipes", "food dog recipes")
