@@ -18,6 +18,10 @@ SAME = [
     ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
     ("Please explain what a monad is", "explain what a monad is"),
     ("What are the best ways to save money?", "What is the best way to save money?"),
+    ("To lower my blood pressure, what should I eat?", "What should I eat to lower my blood pressure?"),
+    ("Quickly, how can I cool a room?", "How can I cool a room quickly?"),
+    ("How do I delete a git branch?", "How do I remove a git branch?"),
+    ("Can I fly direct from Paris to Rome?", "From Paris, can I fly direct to Rome?"),
 ]
 DIFFERENT = [
     ("How do I convert Celsius to Fahrenheit?", "How do I convert Fahrenheit to Celsius?"),
@@ -37,6 +41,7 @@ DIFFERENT = [
     ("How to boil an egg for 6 minutes", "How to boil an egg for 10 minutes"),
     ("What is the capital of Australia?", "What is the capital of Austria?"),
     ("How to be happy?", "How to happy?"),
+    ("How do I convert a string to an int?", "How do I convert an int to a string?"),
 ]
 
 

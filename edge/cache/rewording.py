@@ -9,7 +9,8 @@ here, by construction rather than by a model.
 
 Two questions are rewordings when their canonical words (``canonical``) are the same
 sequence, or the same up to one moved block that starts with a preposition or a
-subordinator ("in Python", "when traveling to Japan"): after the common start and end are
+subordinator or a manner adverb ("in Python", "when traveling to Japan", "to lower my
+cholesterol", "quickly"): after the common start and end are
 cut off, one middle is a rotation of the other. Prepositions, comparatives and every word
 that carries meaning stay, so "convert A to B" / "B to A", "is A faster than B" / "B faster
 than A" and "boat house" / "house boat" are never rewordings; the matcher runs the contrast
@@ -38,11 +39,11 @@ _SYNONYMS = {
     "photo": "picture", "photograph": "picture", "pic": "picture", "quickest": "fastest",
     "mistake": "error", "assist": "help", "simplest": "easiest", "method": "way",
     "u": "you", "ur": "your", "whats": "what", "tv": "television", "utilize": "use",
-    "utilise": "use", "obtain": "get",
+    "utilise": "use", "obtain": "get", "delete": "remove", "okay": "ok",
 }  # fmt: skip
-# A block may move only when it is a qualifier: it starts with one of these.
+# A block may move only when it is a qualifier: it starts with one of these (or an adverb).
 _MOVABLE = frozenset(
-    "in on at for from with without by during when while if before after since until "
+    "in on at for from to with without by during when while if before after since until "
     "using via under over inside within".split()
 )
 _PUNCT = frozenset(",;:?!.")
@@ -85,6 +86,12 @@ def canonical(text: str) -> list[str]:
     return out
 
 
+def _movable(word: str) -> bool:
+    """A block starting here qualifies the question: a preposition, a subordinator, or a
+    manner adverb ("quickly and cheaply, how can I ...")."""
+    return word in _MOVABLE or (len(word) > 4 and word.endswith("ly"))
+
+
 def _moved_block(a: list[str], b: list[str]) -> bool:
     """``b`` is ``a`` with one qualifier block moved (rotation of the differing middle)."""
     start = 0
@@ -97,7 +104,7 @@ def _moved_block(a: list[str], b: list[str]) -> bool:
     n = len(middle_a)
     for cut in range(1, n):
         head, tail = middle_a[:cut], middle_a[cut:]
-        if tail + head == middle_b and (head[0] in _MOVABLE or tail[0] in _MOVABLE):
+        if tail + head == middle_b and (_movable(head[0]) or _movable(tail[0])):
             return True
     return False
 
