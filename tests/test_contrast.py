@@ -58,6 +58,7 @@ negation | Why is my car battery charging? | Why is my car battery not charging?
 negation | What happens if I pay my bill on time? | What happens if I don't pay my bill on time?
 number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
 number | How many calories are in 2 eggs? | How many calories are in three eggs?
+number | How many calories are in one egg? | How many calories are in 2 eggs?
 unit | How many grams are in a cup of sugar? | How many ounces are in a cup of sugar?
 unit | How much is 10 dollars in yen? | How much is 10 euros in yen?
 entity | How do I install Python on ubuntu? | How do I install Python on windows?
@@ -96,6 +97,7 @@ NOT_CONTRASTS = [
     ("When should I plant tomatoes?", "When is the right time to plant tomatoes?"),
     ("Is coffee healthy or not?", "Is coffee healthy?"),
     ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
+    ("What is rent for one person in Berlin?", "What is rent for 1 person in Berlin?"),
 ]
 
 

@@ -209,6 +209,8 @@ def test_base_images_are_pinned_by_digest_or_refused() -> None:
 def refuses_unpinned(dockerfile: str) -> bool:
     """The build's first step fails unless the base image argument carries a digest."""
     first_run = re.search(r"^RUN (.*?)(?<!\\)$", dockerfile, re.M | re.S)
-    return bool(first_run) and "@sha256:" + "?" * 64 in first_run.group(1) and (
-        "exit 1" in first_run.group(1)
+    return (
+        bool(first_run)
+        and "@sha256:" + "?" * 64 in first_run.group(1)
+        and ("exit 1" in first_run.group(1))
     )

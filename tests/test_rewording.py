@@ -18,7 +18,7 @@ SAME = [
     ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
     ("Please explain what a monad is", "explain what a monad is"),
     ("What are the best ways to save money?", "What is the best way to save money?"),
-    ("To lower my blood pressure, what should I eat?", "What should I eat to lower my blood pressure?"),
+    ("To lower my blood pressure, what do I eat?", "What do I eat to lower my blood pressure?"),
     ("Quickly, how can I cool a room?", "How can I cool a room quickly?"),
     ("How do I delete a git branch?", "How do I remove a git branch?"),
     ("Can I fly direct from Paris to Rome?", "From Paris, can I fly direct to Rome?"),

@@ -272,6 +272,17 @@ def numbers(text: str) -> Counter[str]:
     return found
 
 
+def _numbers_differ(cached: str, asked: str) -> bool:
+    """Other numbers; "one" is "1" where the other question has a 1 ("for one person" /
+    "for 1 person"), though not a number on its own ("How can one ...?")."""
+    na, nb = set(numbers(cached)), set(numbers(asked))
+    if "1" in nb - na and "one" in contrast_words(cached):
+        na.add("1")
+    if "1" in na - nb and "one" in contrast_words(asked):
+        nb.add("1")
+    return na != nb
+
+
 _UNITS = {
     "celsius": "celsius centigrade", "fahrenheit": "fahrenheit", "kelvin": "kelvin",
     "km": "km kilometer kilometers kilometre kilometres", "mile": "mile miles mi",
@@ -379,7 +390,7 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return "antonym"
     if negations(cached) != negations(asked):
         return "negation"
-    if set(numbers(cached)) != set(numbers(asked)):
+    if _numbers_differ(cached, asked):
         return "number"
     ua, ub = units(cached), units(asked)
     if ua - ub and ub - ua:
