@@ -11,8 +11,10 @@ instance shared by both), same entries. For 1, 16 and 64 concurrent clients it t
   step (no embedding), RedisVL embeds and searches as always;
 - ``http``: a cache hit over HTTP at a real edge (auth, parsing, rate limits, the lookup
   and the JSON answer), edgecore only: RedisVL is a library, not a server;
-- ``http-verified``: the same over HTTP for a reworded question ("what's" for "what is"),
-  which no exact step can answer: embedding, KNN and the MLP verifier all run. The edge
+- ``http-reworded``: the same over HTTP for a reworded question ("what's" for "what is"),
+  which no exact step can answer: embedding, KNN and the matcher's rewording step run;
+- ``http-verified``: a question with an added word ("what exactly is"): embedding, KNN and
+  the MLP verifier all run. The edge
   runs with exploration off, so every such hit is served. A second edge on the same index
   repeats it with the cross-encoder on (``http-verified+cross-encoder``), and a third with
   it reading every candidate, as before the borderline band (``+cross-encoder/every``).
@@ -52,7 +54,13 @@ def prompts(n: int) -> list[str]:
 
 
 def reworded(prompt: str) -> str:
+    """A rewording the matcher's rewording step answers (no model)."""
     return prompt.replace("what is", "what's")
+
+
+def verified(prompt: str) -> str:
+    """A rewording only the verifier can answer (an added word)."""
+    return prompt.replace("what is", "what exactly is")
 
 
 def embed_text(prompt: str) -> str:
@@ -188,19 +196,24 @@ async def over_http(
                 raise RuntimeError(f"not a cache hit ({cache}): {r.status_code} {r.text[:200]}")
             return r
 
-        # Only rewordings the verifier accepts are timed (a miss would time the edge model).
-        progress("finding rewordings the verifier serves ...")
-        verified = []
+        # Only rewordings served as intended are timed (a miss would time the edge model).
+        progress("finding rewordings the matcher serves ...")
+        served: dict[str, list[str]] = {"reworded": [], "verified": []}
         for prompt in entries:
-            with contextlib.suppress(RuntimeError):
-                r = await ask(reworded(prompt))
-                if r.headers.get("x-edgecore-cache-match", "").startswith(("verified", "reworded")):
-                    verified.append(reworded(prompt))
-        paths = {f"http-verified{variant}/edgecore": verified}
+            for how, rewrite in (("reworded", reworded), ("verified", verified)):
+                with contextlib.suppress(RuntimeError):
+                    r = await ask(rewrite(prompt))
+                    if r.headers.get("x-edgecore-cache-match", "").startswith(how):
+                        served[how].append(rewrite(prompt))
+        paths = {f"http-verified{variant}/edgecore": served["verified"]}
         if not variant:
-            paths = {"http/edgecore": entries, **paths}
+            paths = {
+                "http/edgecore": entries,
+                "http-reworded/edgecore": served["reworded"],
+                **paths,
+            }
         results: dict[str, Any] = {
-            f"verified_rewordings{variant}": f"{len(verified)}/{len(entries)}"
+            f"{how}_rewordings{variant}": f"{len(qs)}/{len(entries)}" for how, qs in served.items()
         }
         for name, questions in paths.items():
             for clients in CLIENTS if questions else ():
