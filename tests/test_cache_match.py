@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from edge.cache.eval import load_pairs
-from edge.cache.match import Candidate, Matcher, MatchPolicy, confidence
+from edge.cache.match import Candidate, Matcher, MatchPolicy, confidence, load_matcher
 from edge.cache.pair_checks import (
     LEXICAL,
     extra_questions,
@@ -30,6 +31,7 @@ from edge.cache.verifier import (
     stacked,
 )
 from edge.embedder import Embedder
+from edge.settings import EdgeSettings
 from shared.completions import cached_usage
 
 DIM = 4
@@ -279,6 +281,18 @@ def test_a_stacked_verifier_refuses_another_cross_encoder(tmp_path: Path) -> Non
     assert Verifier.load(tmp_path).stack is None  # the MLP alone, on its own calibration
     with pytest.raises(ValueError, match="calibrated with cross-encoder old"):
         Verifier.load(tmp_path, cross_dir)
+
+
+def test_a_missing_cross_encoder_leaves_the_mlp_deciding(
+    tmp_path: Path, models_dir: Path, trained_verifier: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A models folder with the verifier but without the cross-encoder it was stacked with.
+    (tmp_path / "verifier").symlink_to(trained_verifier)
+    settings = EdgeSettings(models_dir=tmp_path).with_cache(cross_encoder=True)
+    with caplog.at_level(logging.ERROR, logger="edgecore.edge.cache"):
+        matcher = load_matcher(settings)
+    assert matcher.verifier is not None and matcher.verifier.stack is None
+    assert matcher.semantic and "MLP verifier decides alone" in caplog.text
 
 
 def test_real_verifier_rejects_a_negation(models_dir: Path, trained_verifier: Path) -> None:

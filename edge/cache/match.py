@@ -214,6 +214,18 @@ def _without_verifier(settings: EdgeSettings) -> str:
     )
 
 
+def _load_verifier(settings: EdgeSettings) -> Verifier:
+    """The verifier, stacked with the cross-encoder when it is on. A cross-encoder that is
+    missing, or is not the one the stack was fitted with, leaves the MLP on its own
+    calibration (with an error in the log), not the cache without semantic matching."""
+    if settings.cache.cross_encoder:
+        try:
+            return Verifier.load(settings.verifier_dir(), settings.cross_encoder_dir())
+        except (OSError, ValueError) as exc:
+            log.error("cache cross-encoder unusable, the MLP verifier decides alone: %s", exc)
+    return Verifier.load(settings.verifier_dir())
+
+
 def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> Matcher:
     """The configured policy, with the prepared verifier when there is one.
 
@@ -224,8 +236,7 @@ def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> 
     verifier: Verifier | None = None
     if (settings.verifier_dir() / ARTIFACT).exists():
         try:
-            cross = settings.cross_encoder_dir() if settings.cache.cross_encoder else None
-            verifier = Verifier.load(settings.verifier_dir(), cross)
+            verifier = _load_verifier(settings)
         except Exception as exc:  # never serve on a verifier (or calibration) we cannot trust
             log.error("cache verifier unusable (%s): %s", exc, _without_verifier(settings))
     else:
