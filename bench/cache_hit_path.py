@@ -14,7 +14,7 @@ instance shared by both), same entries. For 1, 16 and 64 concurrent clients it t
 - ``http-reworded``: the same over HTTP for a reworded question ("what's" for "what is"),
   which no exact step can answer: embedding, KNN and the matcher's rewording step run;
 - ``http-verified``: a question with an added word ("what exactly is"): embedding, KNN and
-  the MLP verifier all run. The edge
+  the MLP verifier all run (the first edge runs the MLP alone). The edge
   runs with exploration off, so every such hit is served. A second edge on the same index
   repeats it with the cross-encoder on (``http-verified+cross-encoder``), and a third with
   it reading every candidate, as before the borderline band (``+cross-encoder/every``).
@@ -302,7 +302,7 @@ def run_all(args: argparse.Namespace) -> Results:
             "cache_explore_rate": "0",
         }
         http_entries = entries[: args.http_entries]
-        with edge_server(tmp / "edge.log", **edge) as url:
+        with edge_server(tmp / "edge.log", **edge, cache_cross_encoder="false") as url:
             runs |= asyncio.run(over_http(url, key, http_entries, args.requests))
         # The same index and entries, with the cross-encoder stacked on the verifier: as it
         # runs (only where it can change the decision), then reading every candidate.

@@ -2,10 +2,10 @@
 
     .venv/bin/python -m bench.contrast_eval [--limit N] [--data DIR]
 
-Runs the shipped decision (``edge.cache_match.load_matcher`` with the default settings: the
-MLP verifier, ``CACHE_FALSE_HIT_BUDGET``, ``CACHE_CANDIDATE_FLOOR``) as if ``text_a`` were
-cached and ``text_b`` asked, with the contrast veto (``edge.cache.contrast.contrast_by``) and
-without it, on:
+Runs the shipped decision (``edge.cache.match.load_matcher`` with the default settings:
+the verifier stacked with the cross-encoder, ``CACHE_FALSE_HIT_BUDGET``,
+``CACHE_CANDIDATE_FLOOR``) as if ``text_a`` were cached and ``text_b`` asked, with the
+contrast veto (``edge.cache.contrast.contrast_by``) and without it, on:
 
 * ``tests/data/contrast_dev.jsonl``, the public contrast dev set (written for edgecore, in
   no training data): opposite-meaning pairs by kind (swapped direction or order, antonyms,

@@ -283,6 +283,20 @@ def test_a_stacked_verifier_refuses_another_cross_encoder(tmp_path: Path) -> Non
         Verifier.load(tmp_path, cross_dir)
 
 
+def test_the_shipped_cross_encoder_is_int8_and_its_stack_fits_it(
+    models_dir: Path, trained_verifier: Path
+) -> None:
+    import onnx
+
+    folder = models_dir / "cache-cross-encoder"
+    meta = json.loads((folder / "edgecore.json").read_text())
+    assert meta["version"].endswith("-int8")
+    ops = {node.op_type for node in onnx.load(str(folder / "model.onnx")).graph.node}
+    assert "MatMulInteger" in ops or "DynamicQuantizeMatMul" in ops, sorted(ops)
+    verifier = json.loads((trained_verifier / "verifier.json").read_text())
+    assert verifier["cross_encoder"] == meta["version"]  # fitted on the INT8 logits
+
+
 def test_a_missing_cross_encoder_leaves_the_mlp_deciding(
     tmp_path: Path, models_dir: Path, trained_verifier: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

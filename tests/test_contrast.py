@@ -33,6 +33,7 @@ def _table(text: str) -> list[tuple[str, str, str]]:
 # (kind, cached, asked): the asked question means something else.
 OPPOSITES = _table("""
 direction | How do I convert Celsius to Fahrenheit? | How do I convert Fahrenheit to Celsius?
+direction | Forward local port 8080 to port 80 on a VM | Forward port 8080 on a VM to local port 80
 direction | How to convert a PDF to Word? | How to convert a Word document to PDF?
 direction | How do I send money from the UK to India? | How do I send money from India to the UK?
 order | Is Python faster than Java? | Is Java faster than Python?

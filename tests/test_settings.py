@@ -55,7 +55,7 @@ def test_a_json_request_gets_time_for_its_whole_answer() -> None:
 
 def test_with_cache_changes_the_section_that_is_read() -> None:
     settings = EdgeSettings()
-    changed = settings.with_cache(cross_encoder=True, false_hit_budget=0.05)
-    assert (changed.cache.cross_encoder, changed.cache.false_hit_budget) == (True, 0.05)
-    assert settings.cache.cross_encoder is False  # a copy
+    changed = settings.with_cache(cross_encoder=False, false_hit_budget=0.05)
+    assert (changed.cache.cross_encoder, changed.cache.false_hit_budget) == (False, 0.05)
+    assert settings.cache.cross_encoder is True  # a copy
     assert changed.route == settings.route

@@ -58,7 +58,7 @@ class Candidate:
 @dataclass(frozen=True)
 class MatchPolicy:
     # Defaults as EdgeSettings': a neighbour closer than the floor, certified at delta.
-    floor: float = 0.92
+    floor: float = 0.85
     delta: float = 0.1
     prior_strength: float = 20.0
     explore_rate: float = 0.05

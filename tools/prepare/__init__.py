@@ -37,7 +37,7 @@ VERIFIER = "verifier"
 # How the cache's pair models are trained; a model built another way is rebuilt. Both learn
 # from QQP's train split plus generated hard pairs (``hard_pairs``): opposites, swapped
 # directions, negations, changed numbers and names as negatives; rewordings as positives.
-CROSS_ENCODER_RECIPE = "hard-pairs/1"
+CROSS_ENCODER_RECIPE = "hard-pairs+int8/2"
 # "told-apart": pairs whose asked question names something new, asks more, asks for the
 # opposite or negates the cached one score 0 (edge.cache.pair_checks.told_apart_by).
 VERIFIER_RECIPE = "told-apart+hard-pairs/6"

@@ -1,0 +1,133 @@
+"""Contrast by argument order: the same things related the other way round (pure).
+
+"convert A to B" / "convert B to A", "is A faster than B" / "is B faster than A", "transfer
+my games to a new drive" / "... from a new drive". Part of ``contrast.contrast_by``.
+"""
+
+from __future__ import annotations
+
+from edge.cache.contrast_words import contrast_words
+from edge.cache.pair_checks import _NEGATIONS, _QWORDS, _STOP
+
+_PUNCT = frozenset(",;:?!.")
+_DETERMINERS = frozenset(
+    "a an the my your our their his her its this that these those some".split()
+)
+# Words that relate two arguments in order: "A to B", "A than B", "A causes B".
+_RELATIONS = {
+    **dict.fromkeys(("to", "into", "onto", "towards", "from", "per"), "direction"),
+    **dict.fromkeys(("than", "over", "cause", "causes", "caused", "causing", "affect",
+                     "affects", "outrun", "outruns", "beat", "beats"), "order"),
+}  # fmt: skip
+# Between two swapped arguments, these keep the meaning ("A or B?", "A and B").
+_SYMMETRIC = frozenset(("and", "or", "vs", "with", "between", "&", "nor"))
+_CONTENT_STOP = _STOP | _QWORDS | _NEGATIONS | _DETERMINERS | frozenset(_RELATIONS) | _SYMMETRIC
+
+
+def _content(word: str) -> bool:
+    return word not in _CONTENT_STOP and word not in _PUNCT
+
+
+def _relations(words: list[str]) -> set[tuple[str, str, str]]:
+    """(left argument, relation, right argument) for content words near a relation word."""
+    found = set()
+    for p, w in enumerate(words):
+        if w not in _RELATIONS:
+            continue
+        left: list[str] = []
+        for x in reversed(words[max(0, p - 3) : p]):
+            if x in _PUNCT:
+                break
+            left.append(x)
+        right: list[str] = []
+        for x in words[p + 1 : p + 4]:
+            if x in _PUNCT:
+                break
+            right.append(x)
+        rel = "to" if w in ("into", "onto", "towards") else w
+        found |= {(a, rel, b) for a in left if _content(a) for b in right if _content(b) and a != b}
+    return found
+
+
+_TOWARDS = frozenset(("to", "into", "onto", "towards"))
+_FROM = frozenset(("from", "out"))
+
+
+def _headed(words: list[str], prepositions: frozenset[str]) -> set[str]:
+    """The first content word after each of these prepositions ("to a new drive": drive)."""
+    found = set()
+    for p, w in enumerate(words):
+        if w in prepositions:
+            for x in words[p + 1 : p + 4]:
+                if x in _PUNCT:
+                    break
+                if _content(x):
+                    found.add(x)
+                    break
+    return found
+
+
+def _sides_of(words: list[str], relation: str) -> list[tuple[set[str], set[str]]]:
+    """For each ``relation`` word of a text: the content words only before it, and only
+    after it, within its clause."""
+    sides = []
+    for at in (i for i, w in enumerate(words) if w == relation):
+        start = end = at
+        while start > 0 and words[start - 1] not in _PUNCT:
+            start -= 1
+        while end + 1 < len(words) and words[end + 1] not in _PUNCT:
+            end += 1
+        left = {w for w in words[start:at] if _content(w)}
+        right = {w for w in words[at + 1 : end + 1] if _content(w)}
+        sides.append((left - right, right - left))
+    return sides
+
+
+def swapped(cached: str, asked: str) -> str | None:
+    """The kind ("direction" or "order") when the two questions relate the same two things the other
+    way round: "convert A to B" / "convert B to A", "is A faster than B" / "is B faster
+    than A", "can a cat outrun a dog" / "... a dog outrun a cat". Arguments of a symmetric
+    word ("A or B", "A and B", "A vs B", "A compared to B") may come in any order.
+    """
+    wa, wb = contrast_words(cached), contrast_words(asked)
+    ra, rb = _relations(wa), _relations(wb)
+    for x, rel, y in ra:
+        if (y, rel, x) in rb and (x, rel, y) not in rb and (y, rel, x) not in ra:
+            return _RELATIONS.get(rel, "direction")
+    # "transfer my games to a new drive" / "... from a new drive": the same place, the other way.
+    ta, fa, tb, fb = (
+        _headed(wa, _TOWARDS),
+        _headed(wa, _FROM),
+        _headed(wb, _TOWARDS),
+        _headed(wb, _FROM),
+    )
+    if (ta - tb) & (fb - fa) or (tb - ta) & (fa - fb):
+        return "direction"
+    # Longer arguments: "forward my local port to port 80 on the remote machine" / "forward
+    # port 80 on the remote machine to my local port": words cross "to" both ways.
+    sides_a, sides_b = _sides_of(wa, "to"), _sides_of(wb, "to")
+    if len(sides_a) == len(sides_b):
+        for (left_a, right_a), (left_b, right_b) in zip(sides_a, sides_b, strict=True):
+            if left_a & right_b and right_a & left_b:
+                return "direction"
+    # The same words, two phrases trading places across something that is not symmetric:
+    # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla".
+    if len(wa) == len(wb) and wa != wb:
+        start = next(i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y)
+        back = zip(wa[::-1], wb[::-1], strict=True)
+        end = len(wa) - next(i for i, (x, y) in enumerate(back) if x != y)
+        ma, mb = wa[start:end], wb[start:end]
+        for nx in range(1, min(4, len(ma))):
+            for ny in range(1, min(4, len(ma) - nx)):
+                one, mid, two = ma[:nx], ma[nx : len(ma) - ny], ma[len(ma) - ny :]
+                if mb != two + mid + one or not mid:
+                    continue
+                between = [w for w in mid if w not in _DETERMINERS]
+                if (
+                    any(_content(w) for w in one)
+                    and any(_content(w) for w in two)
+                    and between
+                    and not set(between) & (_SYMMETRIC | _PUNCT)
+                ):
+                    return "order"
+    return None
