@@ -13,11 +13,8 @@ import re
 from collections import Counter
 
 from edge.cache.contrast_swaps import swapped
-from edge.cache.contrast_words import contrast_words
+from edge.cache.contrast_words import PUNCTUATION, contrast_words
 from edge.cache.pair_checks import new_names
-
-_PUNCT = frozenset(",;:?!.")
-
 
 # Two sides of a polarity axis: a word on one side in one question and on the other side in
 # the other is a different question, whatever the embedding says. Words on a side are one
@@ -263,7 +260,7 @@ def conditional(text: str) -> bool:
         if w in _CONDITIONS and not (w == "given" and i == 0):
             return True
         if w == "when":  # "When cooking steak, how ...?" sets a condition; "When is ...?" asks
-            opens = i == 0 or words[i - 1] in _PUNCT
+            opens = i == 0 or words[i - 1] in PUNCTUATION
             rest = words[i + 1 :]
             end = next((j for j, x in enumerate(rest) if x in ("?", "!", ".")), len(rest))
             if not opens or "," in rest[:end]:

@@ -6,10 +6,9 @@ my games to a new drive" / "... from a new drive". Part of ``contrast.contrast_b
 
 from __future__ import annotations
 
-from edge.cache.contrast_words import contrast_words
+from edge.cache.contrast_words import PUNCTUATION, contrast_words
 from edge.cache.pair_checks import _NEGATIONS, _QWORDS, _STOP
 
-_PUNCT = frozenset(",;:?!.")
 _DETERMINERS = frozenset(
     "a an the my your our their his her its this that these those some".split()
 )
@@ -25,7 +24,7 @@ _CONTENT_STOP = _STOP | _QWORDS | _NEGATIONS | _DETERMINERS | frozenset(_RELATIO
 
 
 def _content(word: str) -> bool:
-    return word not in _CONTENT_STOP and word not in _PUNCT
+    return word not in _CONTENT_STOP and word not in PUNCTUATION
 
 
 def _relations(words: list[str]) -> set[tuple[str, str, str]]:
@@ -36,12 +35,12 @@ def _relations(words: list[str]) -> set[tuple[str, str, str]]:
             continue
         left: list[str] = []
         for x in reversed(words[max(0, p - 3) : p]):
-            if x in _PUNCT:
+            if x in PUNCTUATION:
                 break
             left.append(x)
         right: list[str] = []
         for x in words[p + 1 : p + 4]:
-            if x in _PUNCT:
+            if x in PUNCTUATION:
                 break
             right.append(x)
         rel = "to" if w in ("into", "onto", "towards") else w
@@ -59,7 +58,7 @@ def _headed(words: list[str], prepositions: frozenset[str]) -> set[str]:
     for p, w in enumerate(words):
         if w in prepositions:
             for x in words[p + 1 : p + 4]:
-                if x in _PUNCT:
+                if x in PUNCTUATION:
                     break
                 if _content(x):
                     found.add(x)
@@ -73,9 +72,9 @@ def _sides_of(words: list[str], relation: str) -> list[tuple[set[str], set[str]]
     sides = []
     for at in (i for i, w in enumerate(words) if w == relation):
         start = end = at
-        while start > 0 and words[start - 1] not in _PUNCT:
+        while start > 0 and words[start - 1] not in PUNCTUATION:
             start -= 1
-        while end + 1 < len(words) and words[end + 1] not in _PUNCT:
+        while end + 1 < len(words) and words[end + 1] not in PUNCTUATION:
             end += 1
         left = {w for w in words[start:at] if _content(w)}
         right = {w for w in words[at + 1 : end + 1] if _content(w)}
@@ -127,7 +126,7 @@ def swapped(cached: str, asked: str) -> str | None:
                     any(_content(w) for w in one)
                     and any(_content(w) for w in two)
                     and between
-                    and not set(between) & (_SYMMETRIC | _PUNCT)
+                    and not set(between) & (_SYMMETRIC | PUNCTUATION)
                 ):
                     return "order"
     return None

@@ -47,6 +47,8 @@ _PHRASES = (
 )  # fmt: skip
 _SYMBOLS = {"$": " usd ", "€": " eur ", "£": " gbp ", "¥": " jpy ", "₹": " inr ", "%": " percent ",
             "°c": " celsius ", "°f": " fahrenheit ", "°": " degree "}  # fmt: skip
+# The punctuation tokens ``contrast_words`` keeps (clause boundaries for the checks).
+PUNCTUATION = frozenset(",;:?!.")
 _CONTRAST_TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*|[,;:?!]|\.(?=\s|$)")
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 
-from edge.cache.contrast_words import contrast_words
+from edge.cache.contrast_words import PUNCTUATION, contrast_words
+from edge.cache.pair_checks import _stem
 
 # Words whose presence or absence does not change the question asked.
 _FILLER = frozenset("a an the please pls plz kindly just really actually is are am".split())
@@ -46,17 +47,10 @@ _MOVABLE = frozenset(
     "in on at for from to with without by during when while if before after since until "
     "using via under over inside within".split()
 )
-_PUNCT = frozenset(",;:?!.")
 # "C++" and "C#" are not "C" (the word pattern drops the signs).
 _LANGUAGE_NAMES = re.compile(r"\b([A-Za-z])(\+\+|#)")
 _SIGNS = {"++": "plusplus", "#": "sharp"}
 _LONGEST = 60  # words; longer texts are left to the verifier
-
-
-def _stem(word: str) -> str:
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
 
 
 def canonical(text: str) -> list[str]:
@@ -64,8 +58,8 @@ def canonical(text: str) -> list[str]:
     plurals and listed synonyms folded."""
     text = _LANGUAGE_NAMES.sub(lambda m: m.group(1) + _SIGNS[m.group(2)], text)
     tokens = contrast_words(text)
-    ends = {i - 1 for i, w in enumerate(tokens) if w in _PUNCT} | {len(tokens) - 1}
-    kept = [(w, i in ends) for i, w in enumerate(tokens) if w not in _PUNCT]
+    ends = {i - 1 for i, w in enumerate(tokens) if w in PUNCTUATION} | {len(tokens) - 1}
+    kept = [(w, i in ends) for i, w in enumerate(tokens) if w not in PUNCTUATION]
     words = [w for w, _ in kept]
     # A plural folds to its singular unless the text has both ("http" and "https").
     present = set(words)
