@@ -6,6 +6,8 @@ my games to a new drive" / "... from a new drive". Part of ``contrast.contrast_b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from edge.cache.contrast_words import PUNCTUATION, contrast_words
 from edge.cache.pair_checks import _NEGATIONS, _QWORDS, _STOP
 
@@ -27,7 +29,7 @@ def _content(word: str) -> bool:
     return word not in _CONTENT_STOP and word not in PUNCTUATION
 
 
-def _relations(words: list[str]) -> set[tuple[str, str, str]]:
+def _relations(words: Sequence[str]) -> set[tuple[str, str, str]]:
     """(left argument, relation, right argument) for content words near a relation word."""
     found = set()
     for p, w in enumerate(words):
@@ -52,7 +54,7 @@ _TOWARDS = frozenset(("to", "into", "onto", "towards"))
 _FROM = frozenset(("from", "out"))
 
 
-def _headed(words: list[str], prepositions: frozenset[str]) -> set[str]:
+def _headed(words: Sequence[str], prepositions: frozenset[str]) -> set[str]:
     """The first content word after each of these prepositions ("to a new drive": drive)."""
     found = set()
     for p, w in enumerate(words):
@@ -66,7 +68,7 @@ def _headed(words: list[str], prepositions: frozenset[str]) -> set[str]:
     return found
 
 
-def _sides_of(words: list[str], relation: str) -> list[tuple[set[str], set[str]]]:
+def _sides_of(words: Sequence[str], relation: str) -> list[tuple[set[str], set[str]]]:
     """For each ``relation`` word of a text: the content words only before it, and only
     after it, within its clause."""
     sides = []

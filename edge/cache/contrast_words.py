@@ -4,6 +4,7 @@ that mean one word of an axis joined ("turn on" is "enable"), punctuation kept. 
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CONTRACTIONS = (
@@ -52,8 +53,23 @@ PUNCTUATION = frozenset(",;:?!.")
 _CONTRAST_TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*|[,;:?!]|\.(?=\s|$)")
 
 
-def contrast_words(text: str) -> list[str]:
+# One contrast check reads each text about ten times, and the asked text again for every
+# candidate: short texts are remembered. Longer ones are tokenised each time, so the memo
+# stays small (at most 1,024 texts of 2,048 characters).
+_MEMO_CHARS = 2048
+
+
+def contrast_words(text: str) -> tuple[str, ...]:
     """Lower-case words with contractions spelled out, axis phrases joined, punctuation kept."""
+    return _remembered(text) if len(text) <= _MEMO_CHARS else _words(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered(text: str) -> tuple[str, ...]:
+    return _words(text)
+
+
+def _words(text: str) -> tuple[str, ...]:
     t = text.lower().replace("\u2019", "'").replace("\u2018", "'")
     for symbol, word in _SYMBOLS.items():
         t = t.replace(symbol, word)
@@ -62,4 +78,4 @@ def contrast_words(text: str) -> list[str]:
     t = re.sub(r"(\d),(\d{3})\b", r"\1\2", t)  # 20,000 is 20000
     for pattern, repl in _PHRASES:
         t = pattern.sub(repl, t)
-    return _CONTRAST_TOKEN.findall(t)
+    return tuple(_CONTRAST_TOKEN.findall(t))
