@@ -111,7 +111,8 @@ async def request(
             res.outcome = "other" if error else ("ok" if done else "lost")
 
     try:
-        await asyncio.wait_for(run(), deadline)
+        async with asyncio.timeout(deadline):
+            await run()
     except TimeoutError:
         res.outcome = "hung"
     except httpx.ConnectError as exc:

@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 from core.pool_config import PoolConfigError, ReplicaConfig
+from shared.repeats import RepeatLog
+from shared.tasks import cancel_and_wait
 
 log = logging.getLogger("edgecore.core.discovery")
 
@@ -90,6 +92,9 @@ class Discovery:
         self.current: dict[str, str] = {}  # address -> replica name
         self.failures = 0
         self._task: asyncio.Task[None] | None = None
+        # A lookup failing every few seconds for hours is one log line a minute, not 720.
+        self._repeats = RepeatLog(log, f"engine discovery: {name} did not resolve (pool kept)")
+        self._bugs = RepeatLog(log, "engine discovery: refresh failed")
 
     def replica_name(self, address: str) -> str:
         # The pod's address: every core replica names an engine the same way, so they
@@ -105,17 +110,14 @@ class Discovery:
     async def refresh(self) -> bool:
         """Resolve once and apply the difference; False (pool unchanged) if the lookup failed."""
         try:
-            answer = set(
-                await asyncio.wait_for(
-                    self.resolver(self.name, self.template.engine.port), self.timeout_s
-                )
-            )
+            async with asyncio.timeout(self.timeout_s):
+                answer = set(await self.resolver(self.name, self.template.engine.port))
         except (OSError, TimeoutError) as exc:  # socket.gaierror is an OSError
             self.failures += 1
-            log.warning("engine discovery: %s did not resolve (%s); keeping %d replica(s)",
-                        self.name, exc, len(self.current))  # fmt: skip
+            self._repeats.failed(exc, level=logging.WARNING, trace=False)
             return False
         self.failures = 0
+        self._repeats.succeeded()
         gone = sorted(set(self.current) - answer)
         new = sorted(answer - set(self.current))
         for address in gone:
@@ -136,16 +138,13 @@ class Discovery:
         while True:
             try:
                 await self.refresh()
-            except Exception:  # a bug here must not stop discovery for good
-                log.exception("engine discovery: refresh failed")
+            except Exception as exc:  # a bug here must not stop discovery for good
+                self._bugs.failed(exc)
             await asyncio.sleep(self.interval_s)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run_forever(), name="engine-discovery")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait([task])

@@ -16,6 +16,7 @@ import httpx
 
 from core.settings import EngineConfig
 from shared.process import ChildProcess
+from shared.tasks import cancel_and_wait
 
 log = logging.getLogger("edgecore.core.engine")
 
@@ -110,7 +111,8 @@ class Engine:
             self.on_change()
 
     async def wait_ready(self, timeout: float) -> None:
-        await asyncio.wait_for(self.ready.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self.ready.wait()
 
     def suspect(self) -> None:
         """A request failed to connect: not ready until the next health check passes."""
@@ -182,8 +184,5 @@ class Engine:
         self._stopping = True
         if self._child is not None:
             await self._child.stop(timeout=20)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait([self._task])
         self._set_ready(False)

@@ -15,6 +15,8 @@ from core.engine import EngineHealth
 from core.pool_config import ReplicaConfig
 from core.replica import Lease, Replica
 from core.settings import CoreSettings
+from shared.repeats import RepeatLog
+from shared.tasks import cancel_and_wait
 
 log = logging.getLogger("edgecore.core.pool")
 
@@ -66,20 +68,21 @@ class Pool:
         self._poller = asyncio.create_task(self._poll_forever(), name="pool-poller")
 
     async def stop(self) -> None:
-        for task in [self._poller, *self._tasks]:
-            if task is not None:
-                task.cancel()
-        for task in [self._poller, *self._tasks]:
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await cancel_and_wait([self._poller, *self._tasks])
         # Engines stop in parallel: each may take its TERM grace period.
         await asyncio.gather(*(r.aclose() for r in self.replicas))
 
     async def _poll_forever(self) -> None:
+        # poll_load handles an engine's own failures; anything else is a bug, and it must
+        # neither end the poller (load and reachability would freeze) nor flood the log.
+        bugs = RepeatLog(log, "engine load poll failed")
         while True:
-            await asyncio.gather(*(r.poll_load() for r in self.replicas))
-            self.admission.dispatch()  # an engine run elsewhere may have come back
+            try:
+                await asyncio.gather(*(r.poll_load() for r in self.replicas))
+                self.admission.dispatch()  # an engine run elsewhere may have come back
+                bugs.succeeded()
+            except Exception as exc:
+                bugs.failed(exc)
             await asyncio.sleep(self.settings.metrics_interval_s)
 
     def _changed(self) -> None:
@@ -145,7 +148,8 @@ class Pool:
     async def _drain(self, r: Replica, deadline_s: float, then: AfterDrain) -> None:
         log.info("draining %s (%d in flight, deadline %.0fs)", r.name, r.in_flight, deadline_s)
         try:
-            await asyncio.wait_for(r.idle.wait(), deadline_s)
+            async with asyncio.timeout(deadline_s):
+                await r.idle.wait()
         except TimeoutError:
             log.warning("drain of %s: %d requests past the deadline; ending them",
                         r.name, r.in_flight)  # fmt: skip
@@ -153,7 +157,8 @@ class Pool:
                 lease.evicted.set()
                 self.evicted += 1
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(r.idle.wait(), 10)
+                async with asyncio.timeout(10):
+                    await r.idle.wait()
         if r.admin != "draining":
             return  # undrained meanwhile
         if then == "stop" and r.engine is not None:

@@ -38,7 +38,8 @@ async def read_body(request: Request, limit: int, timeout: float = 30.0) -> byte
         return b"".join(chunks)
 
     try:
-        return await asyncio.wait_for(read(), timeout)
+        async with asyncio.timeout(timeout):
+            return await read()
     except TimeoutError:
         raise ApiError(408, "request body not received in time", code="body_timeout") from None
 

@@ -75,7 +75,8 @@ class ChildProcess:
             _signal_group(pgid, signal.SIGTERM)
             _signal_group(pgid, signal.SIGCONT)  # a frozen (SIGSTOPped) child must see the TERM
             try:
-                await asyncio.wait_for(self.proc.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self.proc.wait()
             except TimeoutError:
                 log.warning("%s did not stop in %.0fs; killing", self.name, timeout)
         # The leader may be gone while workers in its group linger: KILL the group anyway.

@@ -38,13 +38,11 @@ async def first_or_stop(
     if task in done:
         return task.result()
     task.cancel()
-    try:
-        late = await task
-    except (asyncio.CancelledError, Exception):
-        pass
-    else:
-        if on_abandon is not None:
-            await on_abandon(late)
+    # asyncio.wait, not ``await task``: catching the task's CancelledError would also catch
+    # (and lose) a cancel aimed at the caller meanwhile.
+    await asyncio.wait({task})
+    if not task.cancelled() and task.exception() is None and on_abandon is not None:
+        await on_abandon(task.result())
     raise stopped()
 
 

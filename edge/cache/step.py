@@ -151,7 +151,8 @@ class CacheStep:
         text = cache_key.conversation_text(req.messages, self.settings.context_messages)
         t = time.perf_counter()
         try:
-            return await asyncio.wait_for(self.embedder.embed(text), timeout=2.0)
+            async with asyncio.timeout(2.0):
+                return await self.embedder.embed(text)
         except Exception:  # the cache and the learned router are bypassed; serving goes on
             self.metrics.embed_failures.inc()
             return None
@@ -161,10 +162,9 @@ class CacheStep:
     async def drain(self, timeout: float = 5.0) -> None:
         """Let pending stores finish (shutdown)."""
         if self._background:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(
-                    asyncio.gather(*self._background, return_exceptions=True), timeout
-                )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await asyncio.gather(*self._background, return_exceptions=True)
 
     def _directive(
         self, req: ChatCompletionRequest, headers: Headers, ctx: RequestContext, tenant: Tenant
@@ -207,12 +207,10 @@ class CacheStep:
             return found
         t = time.perf_counter()
         try:
-            found.hit = await asyncio.wait_for(
-                self.store.lookup_exact(
+            async with asyncio.timeout(self.redis_timeout_s):
+                found.hit = await self.store.lookup_exact(
                     partition=found.partition, context=found.context, text=found.text
-                ),
-                self.redis_timeout_s,
-            )
+                )
         except (TimeoutError, CacheUnavailable):
             self._failed(ctx)
             return None
@@ -238,10 +236,10 @@ class CacheStep:
         m = self.metrics
         t = time.perf_counter()
         try:
-            near = await asyncio.wait_for(
-                self.store.lookup(vector, partition=found.partition, context=found.context),
-                self.redis_timeout_s,
-            )
+            async with asyncio.timeout(self.redis_timeout_s):
+                near = await self.store.lookup(
+                    vector, partition=found.partition, context=found.context
+                )
         except (TimeoutError, CacheUnavailable):
             self._failed(ctx)
             return None
@@ -296,24 +294,21 @@ class CacheStep:
             content=answer.content, finish_reason=answer.finish_reason or "stop",
             usage=answer.usage, model=answer.model, prompt=found.text,
         )  # fmt: skip
-        with contextlib.suppress(CacheUnavailable, asyncio.TimeoutError):
+        with contextlib.suppress(CacheUnavailable, TimeoutError):
             candidate, match = found.candidate, found.match
             if candidate is not None and match is not None:
                 agreed = await self._agrees(candidate.content, answer.content)
                 self.metrics.cache_feedback.labels(str(agreed).lower()).inc()
-                await asyncio.wait_for(
-                    store.observe(candidate.entry_id, match.score, agreed), timeout
-                )
+                async with asyncio.timeout(timeout):
+                    await store.observe(candidate.entry_id, match.score, agreed)
             # Stored even when the neighbour agreed: this wording then gets its own exact
             # key, so its repeats hit every time instead of waiting on the neighbour's
             # confidence (and its explorations). The tenant's entry cap bounds the copies.
-            await asyncio.wait_for(
-                store.store(
+            async with asyncio.timeout(timeout):
+                await store.store(
                     vector, partition=found.partition, context=found.context, answer=entry,
                     tenant=found.tenant, max_entries=found.max_entries,
-                ),
-                timeout,
-            )  # fmt: skip
+                )  # fmt: skip
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a store after the response, without losing the task."""

@@ -18,11 +18,10 @@ from typing import Any
 
 import onnxruntime_genai as og
 
+from edge.tiers.slots import EdgeBusy, Slots
 from shared.schemas import ChatCompletionRequest
 
-
-class EdgeBusy(Exception):
-    """No generation slot freed up in time."""
+__all__ = ["EdgeBusy", "Generation", "LocalModel", "PromptTooLong"]
 
 
 class PromptTooLong(Exception):
@@ -75,11 +74,8 @@ class LocalModel:
         self.context_tokens = context_tokens
         self.max_new_tokens = max_new_tokens
         self.repetition_penalty = repetition_penalty
-        self.queue_timeout_s = queue_timeout_s
-        self._slots = asyncio.Semaphore(max_concurrency)
+        self.slots = Slots(max_concurrency, queue_timeout_s)
         self._executor = ThreadPoolExecutor(max_concurrency, thread_name_prefix="edge-gen")
-        self.waiting = 0
-        self.running = 0
         self.cancelled = 0  # generations stopped early because nobody was listening
 
     def close(self) -> None:
@@ -100,22 +96,14 @@ class LocalModel:
         """Yield text deltas; ``gen`` holds token counts and finish reason at the end.
 
         ``raw_prompt``: continue this text (``/v1/completions``) instead of the chat."""
-        self.waiting += 1
-        try:
-            await asyncio.wait_for(self._slots.acquire(), self.queue_timeout_s)
-        except TimeoutError:
-            raise EdgeBusy() from None
-        finally:
-            self.waiting -= 1
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
-        stop = threading.Event()
+        async with self.slots.slot():
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
+            stop = threading.Event()
 
-        def emit(item: str | BaseException | None) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
+            def emit(item: str | BaseException | None) -> None:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
 
-        self.running += 1
-        try:
             tokens = await loop.run_in_executor(
                 self._executor, self._prompt_tokens, req, raw_prompt
             )
@@ -138,9 +126,14 @@ class LocalModel:
             finally:
                 stop.set()  # client gone or stream closed: free the slot at the next token
                 await asyncio.shield(future)
-        finally:
-            self.running -= 1
-            self._slots.release()
+
+    @property
+    def waiting(self) -> int:
+        return self.slots.waiting
+
+    @property
+    def running(self) -> int:
+        return self.slots.running
 
     def _generate(
         self,

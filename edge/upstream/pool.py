@@ -243,7 +243,8 @@ class CorePool:
         async def close() -> None:
             await asyncio.sleep(0.1)  # let the requests on it see ``down`` and reset first
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.aclose(), 5.0)
+                async with asyncio.timeout(5.0):
+                    await client.aclose()
 
         task = asyncio.create_task(close())
         self._closing.add(task)
