@@ -40,6 +40,7 @@ from edge.upstream.pool import CorePool
 from shared import tracing
 from shared.accesslog import AccessLog
 from shared.errors import EXCEPTION_HANDLERS
+from shared.tasks import cancel_and_wait
 
 log = logging.getLogger("edgecore.edge")
 
@@ -169,7 +170,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
         try:
             yield
         finally:
-            probes.cancel()
+            await cancel_and_wait([probes])
             await cache_step.drain()
             await core.aclose()
             if embedder is not None:

@@ -41,6 +41,7 @@ from edge.upstream.first_byte import ResetIfAbandoned, first_byte
 from edge.upstream.stream import Upstream
 from shared import tracing
 from shared.errors import ApiError
+from shared.repeats import RepeatLog
 
 # The names the edge imports from here (the request path, the tiers, the app).
 __all__ = ["CorePool", "CoreStalled", "CoreUnavailable", "Timeouts", "Upstream", "prompt_chars"]
@@ -254,9 +255,15 @@ class CorePool:
         """Probe every core on its own schedule (one frozen core does not slow the rest)."""
 
         async def loop(core: Core) -> None:
+            # probe_one handles the core's own failures; anything else is a bug, logged once
+            # and then counted, never ending the loop.
+            bugs = RepeatLog(log, f"health probe of {core.url} failed")
             while True:
-                with contextlib.suppress(Exception):
+                try:
                     await self.probe_one(core)
+                    bugs.succeeded()
+                except Exception as exc:
+                    bugs.failed(exc)
                 await asyncio.sleep(interval_s)
 
         await asyncio.gather(*(loop(c) for c in self.cores))
