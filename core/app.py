@@ -96,6 +96,7 @@ async def _open(
     headers = {"content-type": "application/json", "x-request-id": rid}
     for _ in range(2):
         lease = await admit(st.pool, priority, key, timeout, exclude)
+        lease.prefill_tokens = len(body) // 4  # a rough count: an allowance, not a limit
         try:
             return lease, await send(lease, body, headers, path)
         except _ENGINE_GONE:
@@ -177,10 +178,13 @@ async def _relay_once(
         content = await cancel_on_disconnect(
             request.receive, unless_evicted(lease, upstream.aread())
         )
+        lease.replica.progressed()
     except ClientDisconnected:
         st.metrics.disconnects.inc()
         return Response(status_code=CLIENT_CLOSED)
     except Evicted:
+        if lease.reason == "unhealthy":
+            raise _unavailable("the engine stopped making progress; retry") from None
         raise _unavailable("the replica was drained before the answer was ready") from None
     except httpx.HTTPError:
         raise _unavailable() from None
@@ -204,6 +208,7 @@ def _relay_stream(
 ) -> Response:
     started = False
     t0 = time.perf_counter() if arrived is None else arrived
+    replica = lease.replica
 
     async def relay() -> AsyncIterator[bytes]:
         nonlocal started
@@ -215,11 +220,14 @@ def _relay_stream(
                 chunks(upstream, lease, st.settings.sse_keepalive_s)
             ) as body:
                 async for chunk in body:
-                    if chunk is not None and first:  # vLLM's first event follows prefill
-                        first = False
-                        ttft = time.perf_counter() - t0
-                        st.metrics.ttft.observe(ttft)
-                        accesslog.note(ttft_s=ttft)
+                    if chunk is not None:
+                        replica.progressed()  # forward progress (core/progress.py)
+                        if first:  # vLLM's first event follows prefill
+                            first = False
+                            lease.prefill_tokens = 0
+                            ttft = time.perf_counter() - t0
+                            st.metrics.ttft.observe(ttft)
+                            accesslog.note(ttft_s=ttft)
                     # Comments while the engine is silent (queued, long prefill): the edge's
                     # idle timeout must not cut a stream that is only slow to start.
                     yield sse.KEEPALIVE if chunk is None else chunk

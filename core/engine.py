@@ -84,6 +84,7 @@ class Engine:
         self._child: ChildProcess | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._wedged = False
 
     @property
     def pid(self) -> int | None:
@@ -98,6 +99,7 @@ class Engine:
         if self.running:
             return
         self._stopping = False
+        self._wedged = False
         self._task = asyncio.create_task(self._supervise(), name=f"{self.name}-supervisor")
 
     def _set_ready(self, ready: bool) -> None:
@@ -118,9 +120,15 @@ class Engine:
         """A request failed to connect: not ready until the next health check passes."""
         self._set_ready(False)
 
+    def set_wedged(self, wedged: bool) -> None:
+        """The replica found it making no progress (core/progress.py) while /health says
+        200: it counts as unhealthy for the restart clock, until progress resumes."""
+        self._wedged = wedged
+
     async def _supervise(self) -> None:
         backoff = 1.0
         while not self._stopping:
+            self._wedged = False  # a new process: the replica's canary says if it works
             self._child = ChildProcess(
                 "vllm-engine",
                 self.config.command(),
@@ -165,13 +173,14 @@ class Engine:
                     if self.on_stall is not None:
                         self.on_stall()
                 now = time.monotonic()
-                if ok:
+                if ok and not self._wedged:
                     was_ready, unhealthy_since = True, None
                 elif was_ready:
                     unhealthy_since = unhealthy_since or now
                     if h.wedged_restart_s and now - unhealthy_since >= h.wedged_restart_s:
-                        log.error("%s unhealthy for %.0fs: wedged; restarting it", self.name,
-                                  now - unhealthy_since)  # fmt: skip
+                        why = "no progress" if ok else "no answer to /health"
+                        log.error("%s unhealthy (%s) for %.0fs: wedged; restarting it",
+                                  self.name, why, now - unhealthy_since)  # fmt: skip
                         self.wedged += 1
                         if child is not None:
                             # TERM, then KILL after 5 s (a stopped process only dies of KILL);

@@ -18,7 +18,7 @@ from shared.prom import Declare, ScrapedCounter
 
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
-STATES = ("ready", "starting", "restarting", "down", "draining", "drained", "stopped")
+STATES = ("ready", "wedged", "starting", "restarting", "down", "draining", "drained", "stopped")
 
 
 @dataclass
@@ -35,6 +35,8 @@ class CoreMetrics:
     replica_engine_requests: Gauge
     replica_kv_usage: Gauge
     replica_restarts: ScrapedCounter
+    replica_wedges: ScrapedCounter
+    replica_silent: Gauge
     queue_depth: Gauge
     queue_limit: Gauge
     admitted: ScrapedCounter
@@ -70,6 +72,12 @@ class CoreMetrics:
                 "The engine's KV cache usage (0-1).", "replica"),
             replica_restarts=d.scraped("edgecore_core_replica_restarts",
                 "Engine restarts after a crash.", "replica"),
+            replica_wedges=d.scraped("edgecore_core_replica_wedges",
+                "Times the replica's engine was found making no progress with work in "
+                "flight (or its canary got no answer): taken out of rotation.", "replica"),
+            replica_silent=d.gauge("edgecore_core_replica_silent_seconds",
+                "Seconds since the engine last showed progress while this core had "
+                "requests on it (0 when idle).", "replica"),
             queue_depth=d.gauge("edgecore_core_queue_depth",
                 "Requests waiting for a replica.", "priority"),
             queue_limit=d.gauge("edgecore_core_queue_limit",
@@ -97,6 +105,8 @@ class CoreMetrics:
             self.replica_engine_requests.labels(rep.name, "waiting").set(rep.load.waiting)
             self.replica_kv_usage.labels(rep.name).set(rep.load.kv_usage)
             self.replica_restarts.set(rep.engine.restarts if rep.engine else 0, rep.name)
+            self.replica_wedges.set(rep.progress.wedges, rep.name)
+            self.replica_silent.labels(rep.name).set(rep.silent_s())
         adm = pool.admission
         for p in PRIORITIES:
             self.queue_depth.labels(p).set(adm.depth(p))

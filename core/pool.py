@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import Counter
 from typing import IO, Any, Literal
 
@@ -13,6 +14,7 @@ from core.admission import Admission, Priority
 from core.balancer import choose
 from core.engine import EngineHealth
 from core.pool_config import ReplicaConfig
+from core.progress import ProgressPolicy
 from core.replica import Lease, Replica
 from core.settings import CoreSettings
 from shared.repeats import RepeatLog
@@ -40,10 +42,15 @@ class Pool:
             settings.engine_health_timeout_s,
             settings.engine_wedged_restart_s,
         )
+        self.progress = ProgressPolicy(
+            settings.engine_progress_timeout_s,
+            settings.engine_prefill_tokens_per_s,
+            settings.engine_canary_idle_s,
+        )
         self.replicas = [
             Replica(
                 c, settings.home, settings.request_timeout_s, log_file, self._changed,
-                health=self.health,
+                health=self.health, progress=self.progress,
             )
             for c in replicas
         ]  # fmt: skip
@@ -79,6 +86,9 @@ class Pool:
         while True:
             try:
                 await asyncio.gather(*(r.poll_load() for r in self.replicas))
+                now = time.monotonic()
+                for r in self.replicas:
+                    r.watch(now)  # forward progress, and canaries for idle engines
                 self.admission.dispatch()  # an engine run elsewhere may have come back
                 bugs.succeeded()
             except Exception as exc:
@@ -197,7 +207,7 @@ class Pool:
         if config.name in self.by_name:
             raise ValueError(f"replica {config.name!r} exists")
         r = Replica(config, self.settings.home, self.settings.request_timeout_s, None,
-                    self._changed, health=self.health)  # fmt: skip
+                    self._changed, health=self.health, progress=self.progress)  # fmt: skip
         self.replicas.append(r)
         self.by_name[r.name] = r
         self._background(self._first_poll(r), f"poll-{r.name}")

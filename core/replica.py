@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,10 @@ import httpx
 from core.balancer import Candidate, EngineLoad, external_load, parse_engine_load
 from core.engine import Engine, EngineHealth
 from core.pool_config import ReplicaConfig
+from core.progress import Progress, ProgressPolicy
+from shared.tasks import cancel_and_wait
+
+log = logging.getLogger("edgecore.core.replica")
 
 # active: takes traffic when healthy; draining: finishes what it has, takes nothing new;
 # drained: idle, engine still up; stopped: drained and its engine stopped.
@@ -30,8 +35,11 @@ class Lease:
     evicted: asyncio.Event = field(default_factory=asyncio.Event)
     released: bool = False
     # Why it was evicted: "drained" (drain deadline) or "unhealthy" (the engine stopped
-    # answering; a request with no first byte yet may go to another replica).
+    # answering or making progress; a request with no first byte yet may go elsewhere).
     reason: str = "drained"
+    # Prompt tokens (estimated) still in prefill: until the first byte, the engine may be
+    # silent this much longer before it counts as wedged.
+    prefill_tokens: int = 0
 
 
 class Replica:
@@ -44,10 +52,14 @@ class Replica:
         on_change: Callable[[], None],
         *,
         health: EngineHealth | None = None,
+        progress: ProgressPolicy | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
         self.health = health or EngineHealth()
+        self.on_change = on_change
+        self.progress = Progress(progress or ProgressPolicy(), time.monotonic())
+        self._canary: asyncio.Task[None] | None = None
         self.engine = (
             Engine(
                 config.engine, home, log_file, on_change, name=f"engine {config.name}",
@@ -82,10 +94,15 @@ class Replica:
     # --- state ---------------------------------------------------------------------------
 
     @property
-    def healthy(self) -> bool:
+    def up(self) -> bool:
+        """The engine answers: /health (supervised) or /metrics (run elsewhere)."""
         if self.engine is not None:
             return self.engine.ready.is_set()
         return self.reachable
+
+    @property
+    def healthy(self) -> bool:
+        return self.up and not self.progress.wedged
 
     @property
     def admitting(self) -> bool:
@@ -98,6 +115,8 @@ class Replica:
             return self.admin
         if self.healthy:
             return "ready"
+        if self.progress.wedged:
+            return "wedged"
         if self.engine is not None:
             return "restarting" if self.engine.restarts else "starting"
         return "down"
@@ -115,6 +134,7 @@ class Replica:
             "managed": self.engine is not None,
             "pid": self.engine.pid if self.engine else None,
             "restarts": self.engine.restarts if self.engine else 0,
+            "wedges": self.progress.wedges,
             "in_flight": self.in_flight,
             "max_in_flight": self.config.max_in_flight,
             "served": self.served,
@@ -129,6 +149,8 @@ class Replica:
     def take(self) -> Lease:
         lease = Lease(self)
         self.leases.add(lease)
+        if self.in_flight == 0:
+            self.progress.started(time.monotonic())
         self.in_flight += 1
         self.served += 1
         self._peak_since_poll = max(self._peak_since_poll, self.in_flight)
@@ -153,6 +175,64 @@ class Replica:
         for lease in list(self.leases):
             lease.reason = "unhealthy"
             lease.evicted.set()
+
+    # --- forward progress (core/progress.py) -----------------------------------------------
+
+    def progressed(self) -> None:
+        """A relay saw the engine work: a byte on a stream, or a complete answer."""
+        if self.progress.moved(time.monotonic()):
+            self._recovered("it answered again")
+
+    def silent_s(self) -> float:
+        return self.progress.silent_s(time.monotonic(), self.in_flight > 0)
+
+    def prefill_tokens(self) -> int:
+        return sum(lease.prefill_tokens for lease in self.leases)
+
+    def watch(self, now: float) -> None:
+        """Once per metrics poll: find a wedge, and send a canary if one is due."""
+        busy = self.in_flight > 0
+        if self.progress.check(now, busy, self.prefill_tokens()):
+            silent = self.progress.silent_s(now, busy)
+            self._wedge(f"no progress for {silent:.1f}s with {self.in_flight} request(s) in flight")
+        canary_running = self._canary is not None and not self._canary.done()
+        if self.up and not canary_running and self.progress.canary_due(now, busy):
+            self._canary = asyncio.create_task(self.canary(), name=f"canary-{self.name}")
+
+    async def canary(self) -> None:
+        """One generated token, bounded by the progress timeout: a wedge found while idle
+        (and the way back out of one)."""
+        policy = self.progress.policy
+        body = {"model": self.config.engine.served_model_name, "prompt": "Hi",
+                "max_tokens": 1, "temperature": 0}  # fmt: skip
+        try:
+            async with asyncio.timeout(policy.allowance_s(0) + self.health.timeout_s):
+                r = await self.client.post("/v1/completions", json=body)
+        except TimeoutError:
+            if self.progress.lost():
+                self._wedge("a one-token canary got no answer in time")
+            return
+        except httpx.HTTPError:
+            return  # not answering at all: the health probe's business
+        if r.status_code == 200:
+            self.progressed()
+        else:  # a refusal is an answer: the engine works (the request was wrong for it)
+            log.warning("%s: canary answered HTTP %d: %s", self.name, r.status_code, r.text[:200])
+            self.progressed()
+
+    def _wedge(self, why: str) -> None:
+        log.error("%s is wedged (%s): taking it out of rotation%s", self.name, why,
+                  "; restarting it if it stays so" if self.engine is not None else "")  # fmt: skip
+        self.stalled()
+        if self.engine is not None:
+            self.engine.set_wedged(True)
+        self.on_change()
+
+    def _recovered(self, why: str) -> None:
+        log.warning("%s makes progress again (%s): back in rotation", self.name, why)
+        if self.engine is not None:
+            self.engine.set_wedged(False)
+        self.on_change()
 
     def suspect(self) -> None:
         """A request could not reach the engine: take no more until health says otherwise."""
@@ -179,6 +259,8 @@ class Replica:
             self.load = load
             self.load_at = time.monotonic()
             self.reachable = True
+            if self.progress.counters(self.load_at, load.tokens):
+                self._recovered("its token counters moved")
         except (httpx.HTTPError, ValueError):
             if self.reachable and self.engine is None:
                 self.stalled()  # an engine run elsewhere: this poll is its health probe
@@ -187,6 +269,7 @@ class Replica:
             self._peak_since_poll = self.in_flight
 
     async def aclose(self) -> None:
+        await cancel_and_wait([self._canary])
         if self.engine is not None:
             await self.engine.stop()
         with contextlib.suppress(Exception):

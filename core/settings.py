@@ -233,6 +233,29 @@ class CoreSettings(BaseSettings):
         "and restarted like one that exited; 0: never.",
     )
 
+    # --- forward progress (core/progress.py): /health says the API server is up, not that
+    # the scheduler runs ---
+    engine_progress_timeout_s: float = Field(
+        default=3.0,
+        ge=0,
+        description="An engine with requests of this core in flight that produces no token "
+        "and no byte for this long (plus ENGINE_PREFILL_TOKENS_PER_S's allowance for prompts "
+        "in prefill) is wedged: treated like one that stopped answering /health, and "
+        "restarted after ENGINE_WEDGED_RESTART_S if supervised; 0: off.",
+    )
+    engine_prefill_tokens_per_s: float = Field(
+        default=1000.0,
+        gt=0,
+        description="The slowest prefill expected (prompt tokens per second, estimated as "
+        "bytes / 4): a long prompt's silence before its first token is not a wedge.",
+    )
+    engine_canary_idle_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="A replica with no traffic and no progress for this long is sent a "
+        "one-token generation, so a wedge is found before a user meets it; 0: never.",
+    )
+
     # --- engines run elsewhere, one replica per engine pod (core/discovery.py) ---
     engine_discovery: str | None = Field(
         default=None,

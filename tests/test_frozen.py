@@ -251,6 +251,29 @@ def test_frozen_vllm_engine_gets_503_at_once_and_is_restarted_when_it_stays_froz
         assert eventually(lambda: ask().status_code == 200, 20)
         print(f"vLLM thawed: answering again after {time.monotonic() - t:.1f}s")
         assert restarts() == 0
+
+        # Only the scheduler frozen (issue 33): its API server still answers /health 200,
+        # nothing makes progress. Found from the token counters within the same budget.
+        scheduler = [p for p in engines[0].children(recursive=True)
+                     if "EngineCore" in p.name() + " ".join(p.cmdline())]  # fmt: skip
+        assert len(scheduler) == 1, [p.cmdline() for p in engines[0].children(recursive=True)]
+        os.kill(scheduler[0].pid, signal.SIGSTOP)
+        try:
+            first, took = timed(ask)
+            health = httpx.get(f"http://127.0.0.1:{engine_port}/health", timeout=5)
+            assert health.status_code == 200  # what /health alone would have believed
+            assert first.status_code == 503 and int(first.headers["retry-after"]) > 0
+            assert took < 5, took
+            print(f"vLLM EngineCore frozen: first request {took:.2f}s (503)")
+            second, took = timed(ask)
+            assert second.status_code == 503 and took < 1, took
+            print(f"vLLM EngineCore frozen: next request {took:.2f}s (503)")
+        finally:
+            os.kill(scheduler[0].pid, signal.SIGCONT)
+        t = time.monotonic()
+        assert eventually(lambda: ask().status_code == 200, 30)
+        print(f"vLLM EngineCore thawed: answering again after {time.monotonic() - t:.1f}s")
+        assert restarts() == 0
         os.killpg(pgid, signal.SIGSTOP)  # frozen for good: killed and restarted
         assert eventually(lambda: restarts() >= 1, 60)
         assert eventually(lambda: ask().status_code == 200, 600)

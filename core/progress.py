@@ -1,0 +1,117 @@
+"""Forward progress of one engine: is it producing tokens while it has work?
+
+vLLM's ``/health`` says the API server is up, not that the scheduler runs: with its
+``EngineCore`` process hung, ``/health`` answers 200 in a millisecond while every request
+waits forever. So the core watches progress, per replica, from what it already sees:
+
+- the engine's token counters (``vllm:prompt_tokens_total`` + ``generation_tokens_total``,
+  read every metrics poll): they move at every engine step;
+- the relays: any byte from the engine on any stream, any answer that completed;
+- a canary (one generated token) when the replica has had no traffic for a while, so a
+  wedge is found before a user hits it.
+
+An engine with requests of ours in flight and no progress for ``timeout_s`` (plus time for
+the prefill of the prompts still waiting for their first byte) is wedged. This module
+only decides; ``core.replica`` acts on it. Pure: the clock is an argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProgressPolicy:
+    """CoreSettings.engine_progress_* (see there)."""
+
+    timeout_s: float = 3.0  # no progress this long with work in flight: wedged; 0: off
+    prefill_tokens_per_s: float = 1000.0  # slowest prefill expected: allowance for long prompts
+    canary_idle_s: float = 30.0  # an idle replica is probed with a one-token generation; 0: never
+
+    @property
+    def enabled(self) -> bool:
+        return self.timeout_s > 0
+
+    def allowance_s(self, prefill_tokens: int) -> float:
+        """How long an engine may go silent while ``prefill_tokens`` wait for a first byte."""
+        return self.timeout_s + prefill_tokens / self.prefill_tokens_per_s
+
+
+class Progress:
+    def __init__(self, policy: ProgressPolicy, now: float) -> None:
+        self.policy = policy
+        self.last = now  # the last evidence that the engine works
+        self.tokens: float | None = None  # the engine's token counters at the last read
+        self.busy_since: float | None = None  # work of ours in flight since then
+        self.canary_at = now  # the last canary sent (or start)
+        self.wedged = False
+        self.wedges = 0  # times it was found wedged
+        self.recoveries = 0
+
+    # --- evidence ------------------------------------------------------------------------
+
+    def moved(self, now: float) -> bool:
+        """The engine did something (a byte, an answer, a counter moved, a canary came back).
+        True if this ends a wedge."""
+        self.last = now
+        if self.wedged:
+            self.wedged = False
+            self.recoveries += 1
+            return True
+        return False
+
+    def counters(self, now: float, tokens: float) -> bool:
+        """The token counters read from /metrics; progress if they changed since the last
+        read (a restart resets them: that is a change too). True if this ends a wedge."""
+        previous, self.tokens = self.tokens, tokens
+        if previous is not None and tokens != previous:
+            return self.moved(now)
+        return False
+
+    def started(self, now: float) -> None:
+        """Work arrived at an idle engine: its silence counts from now."""
+        self.busy_since = now
+
+    # --- decisions -----------------------------------------------------------------------
+
+    def silent_s(self, now: float, busy: bool) -> float:
+        """Seconds without progress while work was in flight (0 when idle)."""
+        if not busy:
+            self.busy_since = None
+            return 0.0
+        if self.busy_since is None:
+            self.busy_since = now
+        return now - max(self.last, self.busy_since)
+
+    def check(self, now: float, busy: bool, prefill_tokens: int = 0) -> bool:
+        """True when the engine has just been found wedged: work in flight (``busy``) and
+        silent past the allowance for ``prefill_tokens`` still in prefill."""
+        silent = self.silent_s(now, busy)
+        if self.wedged or not self.policy.enabled or not busy:
+            return False
+        return silent > self.policy.allowance_s(prefill_tokens) and self.lost()
+
+    def lost(self) -> bool:
+        """Found wedged (silent too long, or a canary got no answer in time); True if this
+        starts a wedge."""
+        if self.wedged or not self.policy.enabled:
+            return False
+        self.wedged = True
+        self.wedges += 1
+        return True
+
+    def canary_due(self, now: float, busy: bool) -> bool:
+        """Whether to send a canary now: a wedged engine is re-checked every ``timeout_s``
+        (to see it come back); an idle one after ``canary_idle_s`` without progress."""
+        if busy and not self.wedged:
+            return False  # real traffic is the probe
+        if self.wedged:
+            every = max(self.policy.timeout_s, 0.5)
+        elif self.policy.canary_idle_s > 0:
+            every = self.policy.canary_idle_s
+        else:
+            return False
+        if now - max(self.last, self.canary_at) < every:
+            return False
+        self.canary_at = now
+        return True
