@@ -1,7 +1,14 @@
 """Chaos: mixed load through a real ``edgecore up`` while Redis, the core and the vLLM engine
 are frozen (SIGSTOP ... SIGCONT) and killed (SIGKILL) at seeded random times.
 
-    .venv/bin/python -m bench.chaos [--duration 180] [--seed 1] [--clients 4]
+Three faults hit vLLM's scheduler while its API server stays up (``/health`` answers 200
+throughout), which only the core's forward-progress watch can see (core/progress.py):
+``freeze scheduler`` (its ``EngineCore`` process SIGSTOPped), ``kill scheduler`` (SIGKILL
+to it alone), and ``starve engine``: the whole engine stopped and continued at a 50 % duty
+cycle (1 s each) for the freeze time, slow but alive, which must evict nothing. Each fault
+reports the replica evictions it caused (``edgecore_core_replica_wedges_total``).
+
+    .venv/bin/python -m bench.chaos [--duration 270] [--seed 1] [--clients 4]
 
 Load (bounded loops, loopback only): exact cache hits (prompts answered once in the warm-up),
 reworded ones, the edge model and the core model, streaming or not. Every request ends as:
@@ -49,8 +56,14 @@ from bench.chaos_report import plot, table
 from bench.chaos_stack import Stack, rss_mb
 from bench.common import RESULTS, Results, pct, progress, run_bench
 
-COMPONENTS = ("redis", "core", "engine")
-ACTIONS = ("freeze", "kill")
+# What each part suffers; "scheduler" is vLLM's EngineCore process alone.
+ACTIONS = {
+    "redis": ("freeze", "kill"),
+    "core": ("freeze", "kill"),
+    "engine": ("freeze", "kill", "starve"),
+    "scheduler": ("freeze", "kill"),
+}
+COMPONENTS = tuple(ACTIONS)
 
 
 @dataclass
@@ -65,6 +78,7 @@ class Fault:
     recover_s: float | None = None  # from ``ended`` to the first normal probe answer
     recover_readyz_s: float | None = None
     probes: list[tuple[float, str]] = field(default_factory=list)
+    evictions: int | None = None  # replicas the core took out for no progress, during it
     note: str = ""
 
     @property
@@ -140,9 +154,9 @@ class Chaos:
         once (in a seeded order, with a seeded action) before any of them twice."""
         order = list(COMPONENTS)
         self.rng.shuffle(order)
-        first = {c: self.rng.choice(ACTIONS) for c in order}
+        first = {c: self.rng.choice(ACTIONS[c]) for c in order}
         plan = [(c, first[c]) for c in order]
-        plan += [(c, a) for c in order for a in ACTIONS if a != first[c]]
+        plan += [(c, a) for c in order for a in ACTIONS[c] if a != first[c]]
         n = max(1, min(len(plan), int((end - start) // self.args.min_gap)))
         gap = (end - start) / n
         return [
@@ -173,7 +187,25 @@ class Chaos:
             await asyncio.sleep(0.5)
         fault.note += " not recovered before the run ended;"
 
+    async def wedges(self, client: httpx.AsyncClient) -> int | None:
+        """The core's count of replicas found making no progress (None: no answer)."""
+        try:
+            r = await client.get(self.stack.core + "/metrics", timeout=5.0)
+        except httpx.HTTPError:
+            return None
+        return int(sum(float(line.rsplit(" ", 1)[1]) for line in r.text.splitlines()
+                       if line.startswith("edgecore_core_replica_wedges_total{")))  # fmt: skip
+
     async def inject(self, client: httpx.AsyncClient, fault: Fault) -> None:
+        before = await self.wedges(client)
+        try:
+            await self._inject(client, fault)
+        finally:
+            after = await self.wedges(client)
+            if before is not None and after is not None:
+                fault.evictions = after - before
+
+    async def _inject(self, client: httpx.AsyncClient, fault: Fault) -> None:
         pid = self.stack.pid(fault.component)
         fault.pid = pid
         if pid is None:
@@ -187,7 +219,18 @@ class Chaos:
         prober = asyncio.create_task(self.probe(client, fault, give_up))
         self.probes.append(prober)
         try:
-            if fault.action == "freeze":
+            if fault.component == "scheduler":
+                await self.scheduler_fault(fault, pid)
+            elif fault.action == "starve":
+                until = time.monotonic() + self.args.freeze_s
+                progress(f"{fault.at:7.1f}s starve {fault.component} (pid {pid}, 50 % duty)")
+                while time.monotonic() < until:
+                    os.killpg(pid, signal.SIGSTOP)
+                    await asyncio.sleep(1.0)
+                    os.killpg(pid, signal.SIGCONT)
+                    await asyncio.sleep(1.0)
+                fault.ended = self.now()
+            elif fault.action == "freeze":
                 os.killpg(pid, signal.SIGSTOP)  # the whole part (vLLM: its engine core too)
                 progress(f"{fault.at:7.1f}s freeze {fault.component} (pid {pid})")
                 await asyncio.sleep(self.args.freeze_s)
@@ -201,6 +244,18 @@ class Chaos:
         except ProcessLookupError:
             fault.note = "the process was gone already;"
             fault.ended = self.now()
+
+    async def scheduler_fault(self, fault: Fault, pid: int) -> None:
+        """vLLM's EngineCore alone; its API server (``pid``) keeps answering /health."""
+        if fault.action == "freeze":
+            os.kill(pid, signal.SIGSTOP)
+            progress(f"{fault.at:7.1f}s freeze the scheduler alone (pid {pid})")
+            await asyncio.sleep(self.args.freeze_s)
+            os.kill(pid, signal.SIGCONT)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            progress(f"{fault.at:7.1f}s kill -9 the scheduler alone (pid {pid})")
+        fault.ended = self.now()
 
     async def faults_loop(self, client: httpx.AsyncClient, start: float, end: float) -> None:
         for at, component, action in self.schedule(start, end):
@@ -318,7 +373,8 @@ class Chaos:
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--duration", type=float, default=180.0, help="seconds of load")
+    p.add_argument("--duration", type=float, default=270.0,
+                   help="seconds of load (270: each of the nine faults once)")  # fmt: skip
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--clients", type=int, default=4, help="concurrent load workers")
     p.add_argument("--deadline", type=float, default=60.0, help="no final byte by then: hung")

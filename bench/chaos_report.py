@@ -56,17 +56,18 @@ def table(results: dict[str, Any]) -> str:
         p99 = "-" if lat["p99_ms"] is None else f"{lat['p99_ms']:.0f}"
         lines.append(f"{name:<18}{lat['n']:>6}{p50:>10}{p99:>10}")
     lines.append("")
-    lines.append(f"{'fault':<16}{'at s':>7}{'detect(readyz)':>16}{'detect(req)':>13}"
-                 f"{'recover':>9}{'recover(readyz)':>17}  note")  # fmt: skip
+    lines.append(f"{'fault':<17}{'at s':>7}{'detect(readyz)':>16}{'detect(req)':>13}"
+                 f"{'recover':>9}{'recover(readyz)':>17}{'evictions':>11}  note")  # fmt: skip
 
     def s(v: float | None) -> str:
         return "-" if v is None else f"{v:.1f}"
 
     for f in results["faults"]:
+        evictions = "-" if f.get("evictions") is None else str(f["evictions"])
         lines.append(
-            f"{f['action'] + ' ' + f['component']:<16}{f['at']:>7.1f}{s(f['detect_readyz_s']):>16}"
+            f"{f['action'] + ' ' + f['component']:<17}{f['at']:>7.1f}{s(f['detect_readyz_s']):>16}"
             f"{s(f['detect_request_s']):>13}{s(f['recover_s']):>9}{s(f['recover_readyz_s']):>17}"
-            f"  {f['note']}"
+            f"{evictions:>11}  {f['note']}"
         )
     lines.append("")
     before, after = results["rss_mb"]["before"], results["rss_mb"]["after"]

@@ -63,10 +63,31 @@ class Stack:
             return data
         return {}
 
+    @property
+    def core(self) -> str:
+        return f"http://127.0.0.1:{self.ports['core']}"
+
     def pid(self, component: str) -> int | None:
+        """A child's pid; "scheduler": vLLM's EngineCore process, under the engine."""
+        if component == "scheduler":
+            return scheduler_pid(self.pid("engine"))
         child = self.status().get("children", {}).get(component, {})
         pid = child.get("pid")
         return int(pid) if pid else None
+
+
+def scheduler_pid(engine: int | None) -> int | None:
+    """vLLM's EngineCore (it names itself VLLM::EngineCore) among the engine's processes."""
+    import psutil  # type: ignore[import-untyped]
+
+    if engine is None:
+        return None
+    with contextlib.suppress(psutil.NoSuchProcess):
+        for p in psutil.Process(engine).children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if "EngineCore" in p.name() + " ".join(p.cmdline()):
+                    return int(p.pid)
+    return None
 
 
 def rss_mb(stack: Stack) -> dict[str, float | None]:
