@@ -7,11 +7,12 @@ lexical checks (``edge/cache/pair_checks.py``): question word, negation, numbers
 names and content-word overlap. It is trained offline (``tools/prepare/verifier_train.py``)
 and scored here with numpy: a few small matrix products, well under a millisecond.
 
-With the cross-encoder switched on (``edge/cross_encoder.py``, ``CACHE_CROSS_ENCODER``),
+With the cross-encoder on (``edge/cache/cross_encoder.py``, ``CACHE_CROSS_ENCODER``),
 candidates the MLP does not already rule out (score >= ``gate``) are also read by it, and a
 logistic "stack" over the two logits gives the final score. The MLP is cheap and sees the
 lexical checks; the cross-encoder reads the two questions together; the stack weighs them on
-held-out pairs. Off by default: see the README for what it buys and costs.
+held-out pairs. On by default; without it (off, or missing) the MLP decides alone on its own
+calibration. docs/cache.md says what it buys and costs.
 
 Whatever the models say, a pair whose new question names something the cached one does not,
 or asks more questions than it (``told_apart_by``), scores 0: QQP, the training data, calls most
