@@ -48,10 +48,8 @@ def test_dockerfiles_build_what_the_chart_runs() -> None:
     assert "vllm/vllm-openai:v0.32.0" in core and "core-cpu" not in core.split("RUN", 1)[1]
     # Models the edge reads (edge/settings.py) are the ones the image copies.
     settings = EdgeSettings(models_dir=Path("/opt/edgecore/models"))
-    dirs = [settings.embed_model_dir(), settings.resolved_edge_model_dir(), settings.router_dir()]
-    if hasattr(settings, "verifier_dir"):  # the cache verifier, where the edge has one
-        dirs.append(settings.verifier_dir())
-    dirs.append(settings.cross_encoder_dir())
+    dirs = [settings.embed_model_dir(), settings.resolved_edge_model_dir(), settings.router_dir(),
+            settings.verifier_dir(), settings.cross_encoder_dir()]  # fmt: skip
     for model_dir in dirs:
         assert f"COPY --from=models {model_dir} {model_dir}" in edge
 

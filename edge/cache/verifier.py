@@ -185,9 +185,6 @@ class Verifier:
             return mlp
         return self.stacked_scores(mlp, pairs, range(len(pairs)))
 
-    def score(self, u: np.ndarray, v: np.ndarray, a: str, b: str) -> float:
-        return float(self.score_pairs(pair_features(u, v, a, b)[None, :], [(a, b)])[0])
-
     @classmethod
     def load(cls, folder: Path, cross_dir: Path | None = None) -> Verifier:
         """The MLP alone; with ``cross_dir``, stacked with the cross-encoder it was fitted with.

@@ -92,10 +92,6 @@ class RouterModel:
         """Expected quality gain of the large model (higher: more reason to use the core)."""
         return float(self.design(vector, text) @ self.weights)
 
-    def probability(self, score: float) -> float:
-        a, b = self.platt
-        return 1.0 / (1.0 + math.exp(-(a * score + b)))
-
     def threshold_for_share(self, share: float) -> float:
         """The score above which ``share`` of the training prompts lie (a warm start)."""
         if share <= 0.0:
