@@ -168,7 +168,6 @@ class CoreSettings(BaseSettings):
         description="mTLS: CA that signs the edges' client certificates; with TLS on, callers "
         "without a certificate from it are refused in the handshake.",
     )
-    log_dir: Path | None = None
 
     # --- the pool (core/pool_config.py turns these into replicas) ---
     profile: Literal["dev", "prod"] = Field(
