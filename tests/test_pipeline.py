@@ -1,0 +1,228 @@
+"""The edge's request path (edge.pipeline) in process, with fake stages (issue 36).
+
+Every branch of ``EdgePipeline.handle`` and ``fallback``: an exact hit, a miss routed to
+either tier, a rule (a named model), an unknown model and a refused parameter (both before
+any work), the core unavailable for ``auto`` (the edge model answers, degraded) and for a
+pinned model or a 503 tenant (503 + Retry-After). The real cache step and router run; the
+tiers, Redis and the embedder are fakes, the way httpx's ``MockTransport`` stands in for
+the network. No servers, no models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from edge.cache.match import Matcher, MatchPolicy
+from edge.cache.step import CacheStep
+from edge.cache.store import CachedAnswer
+from edge.context import Answer, RequestContext
+from edge.embedder import BatchingEmbedder
+from edge.metrics import EdgeMetrics
+from edge.pipeline import EdgePipeline
+from edge.routing.router import Router, RouteRules
+from edge.settings import EdgeSettings, RouteSettings
+from edge.tenancy.keys import Tenant
+from edge.upstream.errors import CoreUnavailable
+from shared.errors import ApiError
+from shared.schemas import ChatCompletionRequest
+
+AUTO, EDGE, CORE = "auto", "edge-small", "core-large"
+
+
+class Embedder:
+    model_id, dim, vocab_size = "fake-embedder", 4, 100
+
+    def embed_counted(self, items: list[Any]) -> tuple[np.ndarray, list[int]]:
+        return np.full((len(items), 4), 0.5, dtype=np.float32), [1] * len(items)
+
+
+class Store:
+    """Redis as the cache step uses it: one exact entry, no neighbours, stores recorded."""
+
+    def __init__(self) -> None:
+        self.exact: dict[str, CachedAnswer] = {}
+        self.reads = 0
+        self.stored: list[CachedAnswer] = []
+
+    async def lookup_exact(self, *, partition: str, context: str, text: str) -> Any:
+        self.reads += 1
+        return self.exact.get(text)
+
+    async def lookup(self, *_: Any, **__: Any) -> list[Any]:
+        self.reads += 1
+        return []
+
+    async def store(self, vector: Any, *, answer: CachedAnswer, **_: Any) -> None:
+        self.stored.append(answer)
+
+
+class CoreTier:
+    def __init__(self) -> None:
+        self.down: CoreUnavailable | None = None
+        self.asked: list[str] = []
+        self.pool = self  # the pipeline asks the pool whether any core takes traffic
+
+    def candidates(self) -> list[object]:
+        return [] if self.down else [object()]
+
+    async def answer(self, request: Request, req: ChatCompletionRequest, data: Any,
+                     ctx: RequestContext, tenant: Tenant,
+                     remember: Callable[[Answer], None]) -> Response:  # fmt: skip
+        self.asked.append(req.model)
+        if self.down is not None:
+            raise self.down
+        ctx.tier = "core"
+        remember(Answer("from the core", "stop", None, CORE))
+        return JSONResponse({"tier": "core"})
+
+
+class LocalTier:
+    model = None
+    available = True
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def answer(self, request: Request, req: ChatCompletionRequest, ctx: RequestContext,
+                     remember: Callable[[Answer], None]) -> Response:  # fmt: skip
+        self.asked.append(req.model)
+        ctx.tier = "edge"
+        remember(Answer("from the edge", "stop", None, EDGE))
+        return JSONResponse({"tier": "edge"})
+
+
+class Stages:
+    """One pipeline and its fakes, for one test."""
+
+    def __init__(self, settings: EdgeSettings) -> None:
+        self.metrics = EdgeMetrics.create()
+        self.store = Store()
+        self.embedder = BatchingEmbedder(Embedder())  # type: ignore[arg-type]
+        cache = CacheStep(
+            self.store,  # type: ignore[arg-type]
+            self.embedder,
+            Matcher(None, MatchPolicy()),
+            self.metrics,
+            settings.cache,
+            redis_timeout_s=1.0,
+        )
+        rules = RouteRules(AUTO, EDGE, CORE, max_prompt_chars=100, max_tokens=256)
+        self.router = Router(rules, None, RouteSettings())
+        self.core, self.local = CoreTier(), LocalTier()
+        self.pipeline = EdgePipeline(cache, self.router, self.core, self.local,  # type: ignore[arg-type]
+                                     self.metrics, settings)  # fmt: skip
+        self.ctx = RequestContext(request_id="r", started=time.perf_counter(), metrics=self.metrics)
+
+    def ask(self, content: str = "Say hi.", tenant: Tenant | None = None, **body: Any) -> Response:
+        data = {"model": AUTO, "temperature": 0, "messages": [{"role": "user", "content": content}]}
+        data.update(body)
+        req = ChatCompletionRequest.model_validate(data)
+        request = Request({"type": "http", "method": "POST", "path": "/v1/chat/completions",
+                           "headers": []})  # fmt: skip
+
+        async def run() -> Response:
+            self.embedder.start()
+            try:
+                return await self.pipeline.handle(request, self.ctx, tenant or Tenant(), data, req)
+            finally:
+                await self.pipeline.cache.drain()
+                await self.embedder.close()
+
+        return asyncio.run(run())
+
+
+@pytest.fixture
+def settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[EdgeSettings]:
+    for name in list(os.environ):
+        if name.startswith("EDGECORE_EDGE_"):
+            monkeypatch.delenv(name)
+    yield EdgeSettings()
+
+
+@pytest.fixture
+def path(settings: EdgeSettings) -> Stages:
+    return Stages(settings)
+
+
+def test_an_exact_hit_is_answered_from_the_cache(path: Stages) -> None:
+    path.store.exact["Say hi."] = CachedAnswer("hi!", "stop", None, EDGE, entry_id="e1")
+    r = path.ask("Say hi.")
+    assert r.status_code == 200 and path.ctx.tier == "cache" and path.ctx.cache == "hit"
+    assert b"hi!" in r.body
+    assert not path.core.asked and not path.local.asked and not path.store.stored
+
+
+def test_a_miss_is_routed_answered_and_remembered(path: Stages) -> None:
+    r = path.ask("Say hi.")  # short: the length rule sends it to the edge model
+    assert r.status_code == 200 and path.ctx.tier == "edge" and path.ctx.cache == "miss"
+    assert path.local.asked == [AUTO] and not path.core.asked
+    assert [a.content for a in path.store.stored] == ["from the edge"]
+
+
+def test_a_long_prompt_goes_to_the_core(path: Stages) -> None:
+    path.ask("Explain " + "the history of lighthouses " * 10)
+    assert path.core.asked == [AUTO] and not path.local.asked
+    assert [a.content for a in path.store.stored] == ["from the core"]
+
+
+def test_a_named_model_is_a_rule(path: Stages) -> None:
+    path.ask("Say hi.", model=CORE)
+    assert path.core.asked == [CORE] and not path.local.asked
+
+
+def test_an_unknown_model_fails_before_any_work(path: Stages) -> None:
+    with pytest.raises(ApiError) as e:
+        path.ask("Say hi.", model="gpt-9")
+    assert e.value.status == 404 and e.value.code == "model_not_found"
+    assert path.store.reads == 0 and not path.core.asked and not path.local.asked
+
+
+def test_a_parameter_no_tier_honours_is_refused_before_any_work(path: Stages) -> None:
+    with pytest.raises(ApiError) as e:
+        path.ask("Say hi.", store=True)
+    assert e.value.status == 400 and e.value.code == "unsupported_parameter"
+    assert e.value.param == "store" and path.store.reads == 0
+
+
+def test_a_parameter_the_edge_model_lacks_sends_auto_to_the_core(path: Stages) -> None:
+    path.ask("Say hi.", logprobs=True)
+    assert path.core.asked == [AUTO] and not path.local.asked
+
+
+def test_core_unavailable_for_auto_falls_back_to_the_edge_model(path: Stages) -> None:
+    path.core.down = CoreUnavailable("core-unreachable", "connection refused")
+    r = path.ask("Explain " + "the history of lighthouses " * 10)
+    assert r.status_code == 200 and path.ctx.tier == "edge"
+    assert path.ctx.degraded == "core-unreachable"
+    assert path.core.asked == [AUTO] and path.local.asked == [AUTO]
+
+
+def test_core_unavailable_for_a_pinned_model_is_503(path: Stages) -> None:
+    path.core.down = CoreUnavailable("core-unreachable")
+    with pytest.raises(ApiError) as e:
+        path.ask("Say hi.", model=CORE)
+    assert e.value.status == 503 and int(e.value.headers["retry-after"]) > 0
+    assert not path.local.asked
+
+
+def test_a_503_tenant_gets_503_instead_of_a_fallback(path: Stages) -> None:
+    path.core.down = CoreUnavailable("core-unavailable", "HTTP 503")
+    with pytest.raises(ApiError) as e:
+        path.ask("Explain " + "the history of lighthouses " * 10, tenant=Tenant(degrade="503"))
+    assert e.value.status == 503 and not path.local.asked
+
+
+def test_a_saturated_core_is_remembered_by_the_router(path: Stages) -> None:
+    path.core.down = CoreUnavailable("core-saturated", "HTTP 429")
+    path.ask("Explain " + "the history of lighthouses " * 10)
+    assert path.router.core_saturated_until > time.monotonic()
+    assert path.ctx.degraded == "core-saturated"
