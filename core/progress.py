@@ -10,14 +10,23 @@ waits forever. So the core watches progress, per replica, from what it already s
 - a canary (one generated token) when the replica has had no traffic for a while, so a
   wedge is found before a user hits it.
 
-An engine with requests of ours in flight and no progress for ``timeout_s`` (plus time for
-the prefill of the prompts still waiting for their first byte) is wedged. This module
-only decides; ``core.replica`` acts on it. Pure: the clock is an argument.
+An engine with requests of ours in flight and no progress for its allowance is wedged. The
+allowance is ``timeout_s``, or four times the longest silence the engine showed lately
+while it worked, if longer (a CPU engine sharing two cores with others can take seconds
+per step and is slow, not wedged; capped at ten times ``timeout_s``), plus time for the
+prefill of the prompts still waiting for their first byte. This module only decides;
+``core.replica`` acts on it. Pure: the clock is an argument.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# How the engine's own pace widens its allowance: a decaying maximum of the silences it
+# showed while working (each progress event keeps GAP_DECAY of the old one).
+GAP_FACTOR = 4.0
+GAP_DECAY = 0.98
+MAX_FACTOR = 10.0
 
 
 @dataclass(frozen=True)
@@ -32,9 +41,11 @@ class ProgressPolicy:
     def enabled(self) -> bool:
         return self.timeout_s > 0
 
-    def allowance_s(self, prefill_tokens: int) -> float:
-        """How long an engine may go silent while ``prefill_tokens`` wait for a first byte."""
-        return self.timeout_s + prefill_tokens / self.prefill_tokens_per_s
+    def allowance_s(self, prefill_tokens: int, gap_s: float = 0.0) -> float:
+        """How long an engine may go silent while ``prefill_tokens`` wait for a first byte,
+        given the longest silence ``gap_s`` it showed lately while working."""
+        paced = min(GAP_FACTOR * gap_s, MAX_FACTOR * self.timeout_s)
+        return max(self.timeout_s, paced) + prefill_tokens / self.prefill_tokens_per_s
 
 
 class Progress:
@@ -44,6 +55,7 @@ class Progress:
         self.tokens: float | None = None  # the engine's token counters at the last read
         self.busy_since: float | None = None  # work of ours in flight since then
         self.canary_at = now  # the last canary sent (or start)
+        self.gap = 0.0  # the longest recent silence while it worked (decaying)
         self.wedged = False
         self.wedges = 0  # times it was found wedged
         self.recoveries = 0
@@ -53,6 +65,9 @@ class Progress:
     def moved(self, now: float) -> bool:
         """The engine did something (a byte, an answer, a counter moved, a canary came back).
         True if this ends a wedge."""
+        if self.busy_since is not None and not self.wedged:  # a wedge is no pace to learn
+            gap = now - max(self.last, self.busy_since)
+            self.gap = max(gap, self.gap * GAP_DECAY)
         self.last = now
         if self.wedged:
             self.wedged = False
@@ -89,7 +104,10 @@ class Progress:
         silent = self.silent_s(now, busy)
         if self.wedged or not self.policy.enabled or not busy:
             return False
-        return silent > self.policy.allowance_s(prefill_tokens) and self.lost()
+        return silent > self.allowance_s(prefill_tokens) and self.lost()
+
+    def allowance_s(self, prefill_tokens: int = 0) -> float:
+        return self.policy.allowance_s(prefill_tokens, self.gap)
 
     def lost(self) -> bool:
         """Found wedged (silent too long, or a canary got no answer in time); True if this

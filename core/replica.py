@@ -202,11 +202,10 @@ class Replica:
     async def canary(self) -> None:
         """One generated token, bounded by the progress timeout: a wedge found while idle
         (and the way back out of one)."""
-        policy = self.progress.policy
         body = {"model": self.config.engine.served_model_name, "prompt": "Hi",
                 "max_tokens": 1, "temperature": 0}  # fmt: skip
         try:
-            async with asyncio.timeout(policy.allowance_s(0) + self.health.timeout_s):
+            async with asyncio.timeout(self.progress.allowance_s() + self.health.timeout_s):
                 r = await self.client.post("/v1/completions", json=body)
         except TimeoutError:
             if self.progress.lost():

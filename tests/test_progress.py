@@ -69,6 +69,30 @@ def test_a_slow_but_alive_engine_is_never_evicted() -> None:
     assert p.wedges == 0
 
 
+def test_an_engine_slow_by_nature_gets_a_longer_allowance() -> None:
+    """A CPU engine sharing two cores with two others takes up to ~2 s a step while it
+    works: its allowance grows to four times that, so a 3.5 s step is slow, not a wedge;
+    a frozen one is still found (at 4 x its pace, at most 10 x the timeout)."""
+    p = Progress(POLICY, now=0.0)
+    p.started(0.0)
+    t = 0.0
+    for _ in range(10):
+        t += 2.0
+        p.moved(t)
+    assert p.allowance_s() == 8.0
+    assert not p.check(t + 3.5, busy=True)
+    assert p.check(t + 8.5, busy=True)  # frozen: found after its allowance
+    assert p.moved(t + 60.0)  # thawed after a minute: that silence is no pace to learn
+    assert p.allowance_s() == 8.0  # unchanged
+
+
+def test_the_learned_allowance_is_capped() -> None:
+    p = Progress(POLICY, now=0.0)
+    p.started(0.0)
+    p.moved(100.0)  # a 100 s step (never flagged: busy but unchecked)
+    assert p.allowance_s() == 30.0
+
+
 def test_a_restarted_engine_resets_its_counters_and_that_is_progress() -> None:
     p = Progress(POLICY, now=0.0)
     p.counters(0.0, tokens=5000)
