@@ -219,6 +219,7 @@ def test_frozen_vllm_engine_gets_503_at_once_and_is_restarted_when_it_stays_froz
         EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(engine_port),
         EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
         EDGECORE_CORE_ENGINE_WEDGED_RESTART_S="15",
+        EDGECORE_CORE_ENGINE_PROGRESS_TIMEOUT_S="3",
     )  # fmt: skip
     core = start("core-frozen-engine", [sys.executable, "-m", "tools.cli", "core", "serve"],
                  env, log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
