@@ -3,7 +3,8 @@
     rules (model name, parameters the edge model lacks)  -- unknown models fail here
     cache.lookup   exact words, then embedding + nearest entries + the matcher
       hit  -> the cached answer
-    router         the learned score (or the length rule), under load and stickiness
+    router         the learned score (or the length rule) under a Load snapshot, and
+                   stickiness
     tier.answer    core (HTTP/2) | local (edge model), each told how to hand back a
                    complete answer, which cache.remember stores after the response
     fallback       the core could not take it before its first byte: "auto" falls back to
@@ -26,7 +27,7 @@ from starlette.responses import Response
 from edge.cache.step import CacheStep
 from edge.context import RequestContext
 from edge.metrics import EdgeMetrics
-from edge.routing.router import Decision, Router, rule
+from edge.routing.router import Decision, Load, Router, Saturation, rule
 from edge.settings import EdgeSettings
 from edge.tenancy.keys import Tenant
 from edge.tiers.core import CoreTier
@@ -54,6 +55,7 @@ class EdgePipeline:
         self.local = local
         self.metrics = metrics
         self.settings = settings
+        self.saturation = Saturation(settings.route.saturation_s)
 
     async def handle(
         self,
@@ -74,9 +76,7 @@ class EdgePipeline:
         found = await self.cache.lookup(req, request.headers, ctx, tenant, want_vector=want_vector)
         if found is not None and found.hit is not None:
             return self.cache.reply(req, found.hit, ctx)
-        decision = ruled or self.degraded(
-            self.route(req, found.vector if found else None, tenant), ctx
-        )
+        decision = ruled or self.degraded(self.route(req, found.vector if found else None), ctx)
         remember = functools.partial(self.cache.remember, found)
         if decision.tier == "core":
             try:
@@ -91,18 +91,19 @@ class EdgePipeline:
     ) -> Decision | None:
         return rule(req, self.router.rules, tenant.route_policy, edge_refusal)
 
-    @traced_sync("edge.route")
-    def route(
-        self, req: ChatCompletionRequest, vector: np.ndarray | None, tenant: Tenant
-    ) -> Decision:
-        """The router's choice for a request no rule decided, under the current load."""
-        router, s = self.router, self.settings
+    def load(self) -> Load:
+        """The router's view of the tiers' load, now."""
         if not self.core.pool.candidates():  # every core's breaker is open: saturated
-            router.core_saturated(s.route.saturation_s)
-        if self.local.model is not None:
-            router.edge_queue_high = self.local.model.waiting >= s.route.edge_queue_high
+            self.saturation.mark()
+        model = self.local.model
+        high = model is not None and model.waiting >= self.settings.route.edge_queue_high
+        return Load(core_saturated=self.saturation.active, edge_queue_high=high)
+
+    @traced_sync("edge.route")
+    def route(self, req: ChatCompletionRequest, vector: np.ndarray | None) -> Decision:
+        """The router's choice for a request no rule decided, under the current load."""
         t = time.perf_counter()
-        decision = router.route(req, vector, tenant.route_policy, ruled_out=True)
+        decision = self.router.score(req, vector, self.load())
         self.metrics.route_seconds.observe(time.perf_counter() - t)
         if decision.score is not None:
             self.metrics.route_score.observe(decision.score)
@@ -124,7 +125,7 @@ class EdgePipeline:
         """
         s = self.settings
         if exc.reason == "core-saturated":
-            self.router.core_saturated(s.route.saturation_s)
+            self.saturation.mark()
         pinned = decision.reason in ("model", "features")
         policy = tenant.degrade or s.core.unavailable_policy
         if policy == "503" or not self.local.available or pinned:

@@ -3,7 +3,7 @@ import pytest
 
 from edge.routing.eval import pgr_curve, summarize
 from edge.routing.model import FEATURES, RouterModel, text_features
-from edge.routing.router import Decision, Router, RouteRules, decide, rule
+from edge.routing.router import Decision, Load, Router, RouteRules, Saturation, decide, rule
 from edge.settings import RouteSettings
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
@@ -97,19 +97,30 @@ def test_fixed_threshold_mode() -> None:
 def test_saturated_core_sends_borderline_prompts_to_the_edge() -> None:
     router = Router(RULES, toy_model(), RouteSettings(mode="fixed", threshold=0.5, band=0.1))
     assert router.route(request(), vec(0.05)).tier == "core"
-    router.core_saturated(30)
-    flipped = router.route(request(), vec(0.05))
+    saturated = Load(core_saturated=True)
+    flipped = router.route(request(), vec(0.05), saturated)
     assert flipped == Decision("edge", "core_saturated", pytest.approx(0.05), "core-saturated")
-    assert router.route(request(), vec(0.5)).tier == "core"  # not borderline: still core
+    assert router.route(request(), vec(0.5), saturated).tier == "core"  # not borderline
+
+
+def test_saturation_lasts_its_seconds() -> None:
+    now = [100.0]
+    saturation = Saturation(30.0, clock=lambda: now[0])
+    assert not saturation.active
+    saturation.mark()
+    now[0] = 129.0
+    assert saturation.active
+    now[0] = 130.5
+    assert not saturation.active
 
 
 def test_busy_edge_sends_borderline_prompts_to_the_core() -> None:
     router = Router(RULES, toy_model(), RouteSettings(mode="fixed", threshold=0.5, band=0.1))
-    router.edge_queue_high = True
-    assert router.route(request(), vec(-0.05)) == Decision(
+    busy = Load(edge_queue_high=True)
+    assert router.route(request(), vec(-0.05), busy) == Decision(
         "core", "edge_busy", pytest.approx(-0.05)
     )
-    assert router.route(request(), vec(-0.5)).tier == "edge"
+    assert router.route(request(), vec(-0.5), busy).tier == "edge"
 
 
 def test_a_conversation_sticks_to_its_tier() -> None:

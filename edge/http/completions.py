@@ -55,7 +55,7 @@ async def _handle(
     decision = pipeline.rules(chat, tenant, refused.get("edge"))
     if decision is None:
         vector = await pipeline.cache.embed(chat) if pipeline.router.needs_embedding else None
-        decision = pipeline.degraded(pipeline.route(chat, vector, tenant), ctx)
+        decision = pipeline.degraded(pipeline.route(chat, vector), ctx)
     if decision.tier == "core":
         payload = {**data, "model": s.core_model}
         try:

@@ -1,6 +1,6 @@
 """Which tier answers a cache miss: rules first, then the learned score and the load."""
 
 from edge.routing.model import RouterModel
-from edge.routing.router import Decision, Router, RouteRules, rule
+from edge.routing.router import Decision, Load, Router, RouteRules, Saturation, rule
 
-__all__ = ["Decision", "RouteRules", "Router", "RouterModel", "rule"]
+__all__ = ["Decision", "Load", "RouteRules", "Router", "RouterModel", "Saturation", "rule"]

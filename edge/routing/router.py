@@ -6,7 +6,8 @@
 2. Otherwise the learned score (``edge.router_model``) is compared with a threshold that
    is either fixed or kept at a quantile of recent scores, so that a target share of
    traffic goes to the core (RouteRLM-style calibration).
-3. Load: a saturated core sends *borderline* core prompts to the edge (and the answer says
+3. Load, given as a ``Load`` snapshot taken per request: a saturated core sends
+   *borderline* core prompts to the edge (and the answer says
    ``x-edgecore-degraded: core-saturated``); a long edge queue sends borderline edge
    prompts to the core.
 4. A conversation keeps its tier unless its score moves decisively past the threshold.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,28 +54,31 @@ class Decision:
     degraded: str | None = None
 
 
-class _FromRequest:
-    """``rule``'s default: read the refusal from the request itself."""
+@dataclass(frozen=True)
+class Load:
+    """What the router weighs besides the prompt, as one snapshot per request."""
+
+    core_saturated: bool = False  # the core said 429/503 lately, or no core takes traffic
+    edge_queue_high: bool = False  # the edge model's queue is at ROUTE edge_queue_high
 
 
-FROM_REQUEST = _FromRequest()
+def edge_refusal_of(req: ChatCompletionRequest) -> Refusal | None:
+    """The first parameter of ``req`` the edge model cannot honour (shared.parameters)."""
+    return refusals(req.model_dump(exclude_none=True)).get("edge")
 
 
 def rule(
     req: ChatCompletionRequest,
     rules: RouteRules,
     policy: str = "auto",
-    edge_refusal: Refusal | _FromRequest | None = FROM_REQUEST,
+    edge_refusal: Refusal | None = None,
 ) -> Decision | None:
     """The decision rules impose, or None when the score should decide. 404 for unknown models.
 
     ``policy`` is the tenant's (auto/edge/core); the edge-wide one applies when it is auto.
-    ``edge_refusal``: a parameter the edge model cannot honour (shared.parameters). "auto"
-    then goes to the core; a request pinned to the edge gets a 400 that names it. Read from
-    the request itself when not given.
+    ``edge_refusal``: a parameter the edge model cannot honour (``edge_refusal_of``). "auto"
+    then goes to the core; a request pinned to the edge gets a 400 that names it.
     """
-    if isinstance(edge_refusal, _FromRequest):  # callers that checked pass what they found
-        edge_refusal = refusals(req.model_dump(exclude_none=True)).get("edge")
     if req.model == rules.edge_model:
         _refuse_on_edge(edge_refusal, rules)
         return Decision("edge", "model")
@@ -116,7 +121,7 @@ def _refuse_on_edge(refusal: Refusal | None, rules: RouteRules) -> None:
 
 def decide(req: ChatCompletionRequest, rules: RouteRules) -> Decision:
     """Rules only (no trained model): long prompts go to the core."""
-    return rule(req, rules) or (
+    return rule(req, rules, "auto", edge_refusal_of(req)) or (
         Decision("core", "prompt_length")
         if len(req.prompt_text()) > rules.max_prompt_chars
         else Decision("edge", "simple")
@@ -147,8 +152,6 @@ class Router:
         self._since_update = 0
         self._conversations: OrderedDict[str, Tier] = OrderedDict()
         self._max_conversations = max_conversations
-        self.core_saturated_until = 0.0
-        self.edge_queue_high = False
 
     @property
     def needs_embedding(self) -> bool:
@@ -182,23 +185,19 @@ class Router:
             q = 1.0 - self.cal.core_share
             self._threshold = float(np.quantile(np.fromiter(self._scores, float), q))
 
-    def core_saturated(self, seconds: float) -> None:
-        """Called on a 429/503 from the core (or an open breaker): degrade for a while."""
-        self.core_saturated_until = time.monotonic() + seconds
-
     def route(
         self,
         req: ChatCompletionRequest,
         vector: np.ndarray | None,
+        load: Load = Load(),
         policy: str = "auto",
-        *,
-        ruled_out: bool = False,
     ) -> Decision:
-        """The tier for ``req``; ``ruled_out``: the caller already found that no rule
-        decides it (the pipeline), so the rules are not read twice."""
-        ruled = None if ruled_out else rule(req, self.rules, policy)
-        if ruled is not None:
-            return ruled
+        """The rules, then the score: the whole decision for ``req``."""
+        return rule(req, self.rules, policy, edge_refusal_of(req)) or self.score(req, vector, load)
+
+    def score(self, req: ChatCompletionRequest, vector: np.ndarray | None, load: Load) -> Decision:
+        """The tier for a request no rule decided (the pipeline runs the rules first, before
+        any work): the learned score, the conversation's tier, and ``load``."""
         if self.model is None or vector is None:
             return decide(req, self.rules)
         text = req.prompt_text()
@@ -212,13 +211,9 @@ class Router:
         if previous is not None and previous != tier and abs(margin) < self.cal.sticky_margin:
             tier, reason = previous, "sticky"
         degraded = None
-        if (
-            tier == "core"
-            and margin < self.cal.band
-            and time.monotonic() < self.core_saturated_until
-        ):
+        if tier == "core" and margin < self.cal.band and load.core_saturated:
             tier, reason, degraded = "edge", "core_saturated", "core-saturated"
-        elif tier == "edge" and margin > -self.cal.band and self.edge_queue_high:
+        elif tier == "edge" and margin > -self.cal.band and load.edge_queue_high:
             tier, reason = "core", "edge_busy"
         self._remember(key, tier)
         return Decision(tier, reason, score, degraded)
@@ -228,3 +223,20 @@ class Router:
         self._conversations.move_to_end(key)
         while len(self._conversations) > self._max_conversations:
             self._conversations.popitem(last=False)
+
+
+class Saturation:
+    """When the core last said it is full (429/503) or had no core to offer: for the next
+    ``seconds`` the router's ``Load`` says saturated."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.until = 0.0
+
+    def mark(self) -> None:
+        self.until = self.clock() + self.seconds
+
+    @property
+    def active(self) -> bool:
+        return self.clock() < self.until
