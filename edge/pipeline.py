@@ -1,8 +1,9 @@
 """The edge's request path, in one place: cache -> route -> tier -> remember.
 
     rules (model name, parameters the edge model lacks)  -- unknown models fail here
-    cache.lookup   exact words, then embedding + nearest entries + the matcher
-      hit  -> the cached answer
+    cache.exact    the same words asked before: hit -> the cached answer
+    cache.embed    the conversation's embedding (the cache's and the router's)
+    cache.semantic nearest entries + the matcher: hit -> the cached answer
     router         the learned score (or the length rule) under a Load snapshot, and
                    stickiness
     tier.answer    core (HTTP/2) | local (edge model), each told how to hand back a
@@ -72,11 +73,17 @@ class EdgePipeline:
             raise ApiError(400, no.message(), code="unsupported_parameter", param=no.param)
         # Unknown models fail here, before any work; so does a parameter the pinned tier lacks.
         ruled = self.rules(req, tenant, refused.get("edge"))
-        want_vector = ruled is None and self.router.needs_embedding
-        found = await self.cache.lookup(req, request.headers, ctx, tenant, want_vector=want_vector)
+        found = await self.cache.exact(req, request.headers, ctx, tenant)
         if found is not None and found.hit is not None:
             return self.cache.reply(req, found.hit, ctx)
-        decision = ruled or self.degraded(self.route(req, found.vector if found else None), ctx)
+        vector = None
+        if found is not None or (ruled is None and self.router.needs_embedding):
+            vector = await self.cache.embed(req)
+        if found is not None:
+            found = await self.cache.semantic(found, vector, ctx)
+            if found is not None and found.hit is not None:
+                return self.cache.reply(req, found.hit, ctx)
+        decision = ruled or self.degraded(self.route(req, vector), ctx)
         remember = functools.partial(self.cache.remember, found)
         if decision.tier == "core":
             try:

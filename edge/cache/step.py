@@ -1,7 +1,10 @@
-"""The cache step of the edge pipeline: ``lookup()`` before routing, ``remember()`` after.
+"""The cache step of the edge pipeline: ``exact()``, ``embed()`` and ``semantic()`` before
+routing (the pipeline runs them as three stages; ``lookup()`` chains them), ``remember()``
+after.
 
-    lookup:   cacheable? -> exact words (one Redis round trip) -> embed -> nearest entries
-              -> the matcher's decision (verifier, contrast checks)
+    exact:    cacheable? -> exact words (one Redis round trip)
+    embed:    the conversation's embedding (the router scores it too)
+    semantic: nearest entries -> the matcher's decision (verifier, contrast checks)
     remember: store a complete answer, and tell a rejected neighbour whether it was right
 
 Built once in the lifespan from its parts (Redis store, embedder, matcher, metrics); a
@@ -89,26 +92,14 @@ class CacheStep:
         self._background: set[asyncio.Task[None]] = set()
 
     async def lookup(
-        self,
-        req: ChatCompletionRequest,
-        headers: Headers,
-        ctx: RequestContext,
-        tenant: Tenant,
-        *,
-        want_vector: bool = False,
+        self, req: ChatCompletionRequest, headers: Headers, ctx: RequestContext, tenant: Tenant
     ) -> CacheLookup | None:
-        """The cache's answer for ``req``, if any (``.hit``), and the state ``remember``
-        needs; None when the cache takes no part. ``want_vector``: embed even so (the
-        router scores the same embedding)."""
-        found = await self._exact(req, headers, ctx, tenant)
-        if found is not None and found.hit is not None:  # word for word: no embedding needed
+        """The three lookup stages chained: the cache's answer for ``req``, if any
+        (``.hit``), and the state ``remember`` needs; None when the cache takes no part."""
+        found = await self.exact(req, headers, ctx, tenant)
+        if found is None or found.hit is not None:  # word for word: no embedding needed
             return found
-        vector = await self.embed(req) if found is not None or want_vector else None
-        if found is not None:
-            found = await self._semantic(found, vector, ctx)
-        if found is None and vector is not None:  # the router still scores the embedding
-            return CacheLookup(vector, "", "", read=False)
-        return found
+        return await self.semantic(found, await self.embed(req), ctx)
 
     def reply(self, req: ChatCompletionRequest, hit: CachedAnswer, ctx: RequestContext) -> Response:
         """The cached answer, as JSON or SSE (usage marks every token as cached)."""
@@ -184,7 +175,7 @@ class CacheStep:
         return directive
 
     @traced("edge.cache.lookup")
-    async def _exact(
+    async def exact(
         self, req: ChatCompletionRequest, headers: Headers, ctx: RequestContext, tenant: Tenant
     ) -> CacheLookup | None:
         """Before any embedding: the same question, word for word."""
@@ -221,7 +212,7 @@ class CacheStep:
         return found
 
     @traced("edge.cache.semantic")
-    async def _semantic(
+    async def semantic(
         self, found: CacheLookup, vector: np.ndarray | None, ctx: RequestContext
     ) -> CacheLookup | None:
         """After embedding: the nearest entries in the partition, and the matcher's decision."""
