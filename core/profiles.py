@@ -1,7 +1,7 @@
 """GPU pool profiles: named ``EngineConfig`` presets in ``core/profiles/*.toml``.
 
 A profile is the one place a pool's vLLM flags are written down. The Helm chart's engine
-values must agree with it (``tests/test_infra.py`` renders the chart and compares the
+values must agree with it (``tests/infra/`` renders the chart and compares the
 engine container's arguments with ``load_profile(name).command()``).
 
     python -m core.profiles                      # list the profiles

@@ -7,7 +7,7 @@ never cancels it, so the caller's cancel is the only CancelledError that can com
 
 No code here uses ``asyncio.wait_for``: on Python 3.11 it drops a cancel that lands as the
 awaited call completes (CPython gh-86296); ``asyncio.timeout`` does not.
-``tests/test_cancellation.py`` keeps it that way.
+``tests/shared/test_cancellation.py`` keeps it that way.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ async def wait_redis(port: int, host: str, timeout: float, child: ChildProcess) 
         await client.aclose()
 
 
-# The request the banner suggests (and tests/test_up.py replays): deterministic, so the
+# The request the banner suggests (and tests/tools/test_up.py replays): deterministic, so the
 # second identical call is a cache hit.
 EXAMPLE_BODY = {
     "model": "auto",

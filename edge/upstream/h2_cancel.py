@@ -7,7 +7,7 @@ count of open streams drifts until the connection refuses new streams. Until htt
 fixes it, we reset the stream ourselves through the connection's h2 state.
 
 This touches httpcore internals; every step is guarded, and a version without them just
-falls back to closing the response (the old behaviour). ``tests/test_cancel.py`` proves the
+falls back to closing the response (the old behaviour). ``tests/test_disconnects.py`` proves the
 abort end to end.
 """
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.infra_support import (
+from tests.infra.support import (
     DASHBOARDS,
     INFRA,
     PROMETHEUS_METRICS,

@@ -13,7 +13,7 @@ import pytest
 
 from core.profiles import load_profile, profile_names
 from edge.settings import EdgeSettings
-from tests.infra_support import (
+from tests.infra.support import (
     CHART,
     INFRA,
     ROOT,

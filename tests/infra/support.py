@@ -16,7 +16,7 @@ from core.app import CoreMetrics
 from edge.metrics import EdgeMetrics
 from shared.prom import ScrapedCounter
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
 CHART = INFRA / "helm" / "edgecore"
 VALUES = sorted((INFRA / "helm" / "values").glob("*.yaml"))

@@ -22,7 +22,7 @@ import pytest
 from tools.prepare import CROSS_ENCODER, CROSS_ENCODER_RECIPE, VERIFIER, VERIFIER_RECIPE, _done
 from tools.prepare.pair_data import PairDataError, fetch_pairs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_no_model_weights_are_committed() -> None:

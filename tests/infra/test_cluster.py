@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from core.settings import CoreSettings
-from tests.infra_support import (
+from tests.infra.support import (
     CHART,
     INFRA,
     KUBE_VERSION,

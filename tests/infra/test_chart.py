@@ -14,7 +14,7 @@ import yaml
 from core.profiles import load_profile, profile_names
 from core.settings import CoreSettings, EngineConfig
 from edge.settings import EdgeSettings, legacy_names
-from tests.infra_support import (
+from tests.infra.support import (
     CHART,
     CRDS,
     INFRA,

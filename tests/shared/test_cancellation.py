@@ -37,7 +37,7 @@ from shared.repeats import RepeatLog
 from shared.schemas import ChatCompletionRequest
 from shared.tasks import cancel_and_wait
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRIES = 200
 
 

@@ -151,7 +151,7 @@ def test_completion_request_as_chat() -> None:
 
 
 def test_the_docs_table_names_every_audited_parameter() -> None:
-    doc = (Path(__file__).parent.parent / "docs" / "openai-compatibility.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "openai-compatibility.md").read_text()
     missing = [name for name, _, _ in table() if f"`{name}`" not in doc]
     assert not missing, f"docs/openai-compatibility.md lacks {missing}"
 

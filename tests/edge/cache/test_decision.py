@@ -428,7 +428,8 @@ def test_the_cross_encoder_reads_only_pairs_whose_decision_it_can_change(
     # No contrast veto and no floor: every pair reaches the verifier.
     matcher = Matcher(verifier, MatchPolicy(floor=0.0, delta=0.1, contrast=False))
     band = reference = 0
-    for cached, asked, _ in load_pairs(Path(__file__).parent / "data" / "contrast_dev.jsonl"):
+    dev = Path(__file__).resolve().parents[2] / "data" / "contrast_dev.jsonl"
+    for cached, asked, _ in load_pairs(dev):
         a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
         read.clear()
         match = matcher.decide(b, asked, [Candidate("e", float(a @ b), cached, a)])

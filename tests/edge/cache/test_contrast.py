@@ -20,7 +20,7 @@ from edge.embedder import Embedder
 from edge.metrics import EdgeMetrics
 from edge.settings import EdgeSettings
 
-DEV = Path(__file__).parent / "data" / "contrast_dev.jsonl"
+DEV = Path(__file__).resolve().parents[2] / "data" / "contrast_dev.jsonl"
 HOLDOUT = DEV.with_name("contrast_holdout.jsonl")
 
 
