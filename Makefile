@@ -29,10 +29,19 @@ models-test: install
 run: models
 	$(BIN)/edgecore up
 
-test: models-test
+# Prints how long each phase took (pytest's own last line gives the tests' time), so a slow
+# or hung CI run says where its time went.
+test:
+	@set -e; t0=$$(date +%s); $(MAKE) --no-print-directory install; \
+	t1=$$(date +%s); $(MAKE) --no-print-directory models-test; \
+	t2=$$(date +%s); $(MAKE) --no-print-directory lint; \
+	t3=$$(date +%s); \
+	echo "make test: install $$((t1 - t0)) s, models $$((t2 - t1)) s, lint and types $$((t3 - t2)) s; the tests follow"; \
+	$(BIN)/python -m pytest
+
+lint: install
 	$(BIN)/ruff check edge core shared tools tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
 
 # Every benchmark, one after another (each prints a table, writes JSON + PNG to bench/results).
 BENCHES ?= cache_quality cache_hit_path limiter_overhead path_latency core_overhead spec_decode \
@@ -40,7 +49,8 @@ BENCHES ?= cache_quality cache_hit_path limiter_overhead path_latency core_overh
 bench: models
 	for b in $(BENCHES); do $(BIN)/python -m bench.$$b || exit 1; done
 
-test-fast: install
+# Many fast tests read the prepared models (the embedder, the verifier): build them first.
+test-fast: models-test
 	$(BIN)/python -m pytest -m "not slow"
 
 clean:
