@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -166,6 +167,17 @@ def replica_with(engine: FakeEngine, policy: ProgressPolicy) -> tuple[Replica, l
     return replica, changes
 
 
+async def until(replica: Replica, done: Callable[[], bool], *, poll: bool = True) -> None:
+    """Run the pool's once-a-poll duties (a metrics read, the progress watch) until
+    ``done`` or 3 s."""
+    deadline = time.monotonic() + 3.0
+    while not done() and time.monotonic() < deadline:
+        if poll:
+            await replica.poll_load()
+        replica.watch(time.monotonic())
+        await asyncio.sleep(0.05)
+
+
 def test_a_wedged_replica_leaves_rotation_and_comes_back() -> None:
     policy = ProgressPolicy(timeout_s=0.2, prefill_tokens_per_s=1000.0, canary_idle_s=0.0)
 
@@ -176,21 +188,13 @@ def test_a_wedged_replica_leaves_rotation_and_comes_back() -> None:
         assert replica.admitting
         lease = replica.take()
         engine.running = False  # EngineCore SIGSTOPped; the API server still answers
-        deadline = time.monotonic() + 2.0
-        while replica.admitting and time.monotonic() < deadline:
-            await replica.poll_load()
-            replica.watch(time.monotonic())
-            await asyncio.sleep(0.05)
+        await until(replica, lambda: not replica.admitting)
         assert not replica.admitting and replica.state == "wedged"
         assert lease.evicted.is_set() and lease.reason == "unhealthy"
         assert replica.progress.wedges == 1 and changes
         replica.give_back(lease)
         engine.running = True  # SIGCONT
-        deadline = time.monotonic() + 2.0
-        while not replica.admitting and time.monotonic() < deadline:
-            await replica.poll_load()
-            replica.watch(time.monotonic())
-            await asyncio.sleep(0.05)
+        await until(replica, lambda: replica.admitting)
         assert replica.admitting and replica.state == "ready"
         await replica.aclose()
 
@@ -205,16 +209,10 @@ def test_an_idle_wedged_replica_is_found_by_its_canary() -> None:
         replica, _ = replica_with(engine, policy)
         await replica.poll_load()
         engine.running = False
-        deadline = time.monotonic() + 3.0
-        while replica.admitting and time.monotonic() < deadline:
-            replica.watch(time.monotonic())  # no traffic, no metrics polls needed
-            await asyncio.sleep(0.05)
+        await until(replica, lambda: not replica.admitting, poll=False)  # no traffic either
         assert replica.state == "wedged" and engine.canaries >= 1
         engine.running = True
-        deadline = time.monotonic() + 3.0
-        while not replica.admitting and time.monotonic() < deadline:
-            replica.watch(time.monotonic())  # the next canary is answered
-            await asyncio.sleep(0.05)
+        await until(replica, lambda: replica.admitting, poll=False)  # the next canary answers
         assert replica.admitting
         await replica.aclose()
 
