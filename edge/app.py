@@ -70,6 +70,7 @@ async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalM
             context_tokens=settings.local.context_tokens,
             max_new_tokens=settings.local.max_new_tokens,
             repetition_penalty=settings.local.repetition_penalty,
+            provider=settings.local.provider,
         )
     else:
         log.warning("no edge model at %s: every request goes to the core", model_dir)
@@ -91,14 +92,15 @@ def _key_store(settings: EdgeSettings) -> KeyStore:
     return KeyStore(None)
 
 
-def _router(settings: EdgeSettings, model: RouterModel | None) -> Router:
+def _router(settings: EdgeSettings, model: RouterModel | None, local: LocalModel | None) -> Router:
     rules = RouteRules(
         auto_model=settings.auto_model,
         edge_model=settings.edge_model,
         core_model=settings.core_model,
         max_prompt_chars=settings.route.max_prompt_chars,
         max_tokens=settings.route.max_tokens,
-        edge_context_tokens=settings.local.context_tokens,
+        # The model folder may have a smaller window than the setting.
+        edge_context_tokens=local.context_tokens if local else settings.local.context_tokens,
         policy=settings.route.policy,
     )
     return Router(rules, model, settings.route)  # the route section, whole
@@ -138,7 +140,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
         core = CorePool.configured(settings.core_specs(), settings.core)
         await core.probe()
         probes = asyncio.create_task(core.probe_forever(settings.core.probe_interval_s))
-        router = _router(settings, router_model if embedder is not None else None)
+        router = _router(settings, router_model if embedder is not None else None, local)
         metrics = EdgeMetrics.create()
         if local is not None:
             metrics.edge_model_running.set_function(lambda: local.running)

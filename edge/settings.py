@@ -211,11 +211,18 @@ class LocalSettings(BaseModel):
     """The edge model (edge.tiers.local_model): SmolLM2 on onnxruntime-genai."""
 
     model_dir: Path | None = None
+    provider: str = Field(
+        default="cpu",
+        description="onnxruntime-genai execution provider: cpu, cuda, dml, openvino, qnn or "
+        "webgpu; one this build lacks fails at start, by name.",
+    )
     threads: int = Field(default=2, ge=1)
     max_concurrency: int = Field(default=2, ge=1)
     queue_timeout_s: float = Field(default=10.0, gt=0)
     max_new_tokens: int = Field(default=512, ge=1)
-    context_tokens: int = Field(default=2048, ge=256)
+    context_tokens: int = Field(
+        default=2048, ge=256, description="Longest prompt + answer; capped by the model's own."
+    )
     repetition_penalty: float = Field(
         default=1.1,
         ge=1.0,

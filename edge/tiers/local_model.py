@@ -1,8 +1,13 @@
-"""The edge's small model (SmolLM2-135M-Instruct, ONNX INT8) on onnxruntime-genai.
+"""The edge's small model on onnxruntime-genai (by default SmolLM2-135M-Instruct, INT8).
 
 Generation runs on worker threads; tokens reach the event loop through a queue. A bounded
 number of generations run at once (the edge has few cores); waiting for a slot has a
 deadline, and a cancelled request stops its generator at the next token.
+
+The model folder says what the model is: its chat template and stop tokens (read by the
+runtime from ``genai_config.json`` and the tokenizer files) and its context window
+(``model.context_length``, capped by ``LOCAL__CONTEXT_TOKENS``). The execution provider is
+``LOCAL__PROVIDER``: one this build of onnxruntime-genai lacks fails at start, by name.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +26,48 @@ import onnxruntime_genai as og
 from edge.tiers.slots import EdgeBusy, Slots
 from shared.schemas import ChatCompletionRequest
 
-__all__ = ["EdgeBusy", "Generation", "LocalModel", "PromptTooLong"]
+__all__ = [
+    "EdgeBusy", "Generation", "LocalModel", "PromptTooLong", "ProviderUnavailable",
+    "check_provider", "context_length",
+]  # fmt: skip
+
+
+# The providers onnxruntime-genai can run a model on, and how to ask this build for each.
+PROVIDERS: dict[str, Callable[[], bool]] = {
+    "cpu": lambda: True,
+    "cuda": og.is_cuda_available,
+    "dml": og.is_dml_available,
+    "openvino": og.is_openvino_available,
+    "qnn": og.is_qnn_available,
+    "webgpu": og.is_webgpu_available,
+}
+
+
+class ProviderUnavailable(RuntimeError):
+    """The configured execution provider is unknown, or missing from this build."""
+
+
+def check_provider(provider: str) -> None:
+    available = PROVIDERS.get(provider)
+    if available is None:
+        raise ProviderUnavailable(
+            f"LOCAL__PROVIDER={provider!r} is not an onnxruntime-genai execution provider; "
+            f"use one of {', '.join(PROVIDERS)}"
+        )
+    if not available():
+        raise ProviderUnavailable(
+            f"LOCAL__PROVIDER={provider!r}: this onnxruntime-genai build cannot run on "
+            f"{provider} (install its {provider} build, e.g. onnxruntime-genai-cuda, or use cpu)"
+        )
+
+
+def context_length(model_dir: Path) -> int | None:
+    """The model's own context window, from its genai_config.json."""
+    try:
+        config = json.loads((model_dir / "genai_config.json").read_text())
+        return int(config["model"]["context_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 class PromptTooLong(Exception):
@@ -51,9 +97,13 @@ class LocalModel:
         context_tokens: int,
         max_new_tokens: int,
         repetition_penalty: float = 1.0,
+        provider: str = "cpu",
     ) -> None:
+        check_provider(provider)  # before loading: a wrong provider fails by name, at once
         config = og.Config(str(model_dir))
-        config.clear_providers()  # CPU
+        config.clear_providers()  # the CPU
+        if provider != "cpu":
+            config.append_provider(provider)
         # Threads per generation: set through the config overlay the runtime reads.
         config.overlay(
             json.dumps(
@@ -71,7 +121,8 @@ class LocalModel:
         )
         self.model = og.Model(config)
         self.tokenizer = og.Tokenizer(self.model)
-        self.context_tokens = context_tokens
+        window = context_length(model_dir)
+        self.context_tokens = min(context_tokens, window) if window else context_tokens
         self.max_new_tokens = max_new_tokens
         self.repetition_penalty = repetition_penalty
         self.slots = Slots(max_concurrency, queue_timeout_s)
