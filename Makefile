@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
-# The full build trains the cache's pair models for about an hour on 2 cores; the tests
-# train the same recipe on fewer pairs (a full build serves them too).
+# The tests train the cache's pair models on fewer pairs than `models` (a full build serves
+# them too). Measured (docs/models.md):
+# the full build takes about 40 min and the test build about 23 min on 2 idle cores.
 models: install
 	$(BIN)/edgecore models prepare
 

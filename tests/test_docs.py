@@ -152,3 +152,29 @@ def test_code_in_the_docs_imports() -> None:
                 for alias in node.names:
                     importlib.import_module(alias.name)
     assert not broken, broken
+
+
+# --- one measured build time, said the same way everywhere ---------------------------------
+
+BUILD_TIME = re.compile(
+    r"full build takes about (\d+) min and the test build about (\d+) min on 2 idle cores"
+)
+# Where a newcomer or an operator reads how long the models take to build.
+BUILD_TIME_PLACES = ("README.md", "Makefile", "tools/prepare/__init__.py", "tools/cli.py",
+                     "docs/cache.md", "tools/prepare/cross_encoder_train.py")  # fmt: skip
+
+
+def test_the_model_build_time_is_one_measured_figure() -> None:
+    """docs/models.md states the measured figures; every other place that speaks of the
+    build's duration repeats them, and says no other duration (they drifted: 'about an
+    hour', '25 minutes', '15-20 min' and '6 min' for the same build)."""
+    source = BUILD_TIME.search(" ".join((ROOT / "docs/models.md").read_text().split()))
+    assert source, "docs/models.md must state the build times (BUILD_TIME)"
+    full, small = source.groups()
+    for place in BUILD_TIME_PLACES:
+        text = " ".join((ROOT / place).read_text().split())
+        found = BUILD_TIME.search(text)
+        assert found, f"{place} must state the build times as docs/models.md does"
+        assert found.groups() == (full, small), f"{place} says {found.groups()}"
+        others = set(re.findall(r"(\d+) min(?:utes)?\b", text)) - {full, small}
+        assert not others and " hour" not in text, f"{place} also says {others or 'an hour'}"

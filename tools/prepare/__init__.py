@@ -43,9 +43,9 @@ CROSS_ENCODER_RECIPE = "hard-pairs+int8/2"
 VERIFIER_RECIPE = "told-apart+hard-pairs/6"
 # Training budgets. "full" is what `edgecore models prepare` (and `make run`) builds: the
 # cross-encoder reads every QQP train pair the cache could ask about (cosine >= 0.75) and
-# 1,500 hard pairs per rule, once (about an hour on 2 cores, printed as it goes). "small"
-# is the same recipe on fewer pairs, for `make test` (a few minutes); a full build serves
-# for it too.
+# 1,500 hard pairs per rule, once. "small" is the same recipe on fewer pairs, for
+# `make test`; a full build serves for it too. Measured (docs/models.md):
+# the full build takes about 40 min and the test build about 23 min on 2 idle cores.
 BUDGETS = ("full", "small")
 HARD_PER_KIND = {"full": 1500, "small": 150}
 CROSS_ENCODER_ARGS = {

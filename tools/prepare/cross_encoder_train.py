@@ -24,11 +24,12 @@ near pairs alone, they cut the opposites of the repo's contrast dev set served f
 and QQP precision at recall 0.40 goes from 0.912 to 0.918.
 
 Fixed seeds and one thread order: the same data gives the same weights on the same build.
-On 2 idle CPU cores the full build (``edgecore models prepare``: the QQP train pairs at
-cosine >= 0.75, 33,787, plus 1,500 hard pairs per rule, 47,357 pairs in all, one epoch,
-1,480 steps) took 19 min (6 to find the near pairs, 12 to train; 64 min on a busier
-machine); ``make test``'s small budget (``--pairs-limit 3000 --hard-per-kind 150``) 81 s. The small
-one learns little (its stack weight is near 0): it exists so the tests run the real path.
+The full budget (``edgecore models prepare``: the QQP train pairs at cosine >= 0.75,
+33,787, plus 1,500 hard pairs per rule, 47,357 pairs in all, one epoch, 1,480 steps) is
+most of the build: the full build takes about 40 min and the test build about 23 min
+on 2 idle cores (docs/models.md has each step).
+``make test``'s small budget (``--pairs-limit 3000 --hard-per-kind 150``) learns little (its
+stack weight is near 0): it exists so the tests run the real path.
 """
 
 from __future__ import annotations
