@@ -11,10 +11,11 @@ waits forever. So the core watches progress, per replica, from what it already s
   wedge is found before a user hits it.
 
 An engine with requests of ours in flight and no progress for its allowance is wedged. The
-allowance is ``timeout_s``, or four times the longest silence the engine showed lately
-while it worked, if longer (a CPU engine sharing two cores with others can take seconds
-per step and is slow, not wedged; capped at ten times ``timeout_s``), plus time for the
-prefill of the prompts still waiting for their first byte. This module only decides;
+allowance is ``timeout_s``, or four times the engine's typical silence while it works, if
+longer (a moving average: a CPU engine sharing two cores with others can take seconds per
+step and is slow, not wedged; one slow step moves it little; capped at ten times
+``timeout_s``), plus time for the prefill of the prompts still waiting for their first
+byte. This module only decides;
 ``core.replica`` acts on it. Pure: the clock is an argument.
 """
 
@@ -22,10 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# How the engine's own pace widens its allowance: a decaying maximum of the silences it
-# showed while working (each progress event keeps GAP_DECAY of the old one).
+# How the engine's own pace widens its allowance: a moving average of the silences it
+# showed while working (each progress event weighs GAP_WEIGHT), from zero.
 GAP_FACTOR = 4.0
-GAP_DECAY = 0.98
+GAP_WEIGHT = 0.1
 MAX_FACTOR = 10.0
 
 
@@ -35,7 +36,7 @@ class ProgressPolicy:
 
     timeout_s: float = 3.0  # no progress this long with work in flight: wedged; 0: off
     prefill_tokens_per_s: float = 1000.0  # slowest prefill expected: allowance for long prompts
-    canary_idle_s: float = 30.0  # an idle replica is probed with a one-token generation; 0: never
+    canary_idle_s: float = 30.0  # an idle replica gets a one-token generation; 0: never
 
     @property
     def enabled(self) -> bool:
@@ -55,7 +56,7 @@ class Progress:
         self.tokens: float | None = None  # the engine's token counters at the last read
         self.busy_since: float | None = None  # work of ours in flight since then
         self.canary_at = now  # the last canary sent (or start)
-        self.gap = 0.0  # the longest recent silence while it worked (decaying)
+        self.gap = 0.0  # its typical silence while it works (moving average)
         self.wedged = False
         self.wedges = 0  # times it was found wedged
         self.recoveries = 0
@@ -67,7 +68,7 @@ class Progress:
         True if this ends a wedge."""
         if self.busy_since is not None and not self.wedged:  # a wedge is no pace to learn
             gap = now - max(self.last, self.busy_since)
-            self.gap = max(gap, self.gap * GAP_DECAY)
+            self.gap += GAP_WEIGHT * (gap - self.gap)
         self.last = now
         if self.wedged:
             self.wedged = False
@@ -121,8 +122,8 @@ class Progress:
     def canary_due(self, now: float, busy: bool) -> bool:
         """Whether to send a canary now: a wedged engine is re-checked every ``timeout_s``
         (to see it come back); an idle one after ``canary_idle_s`` without progress."""
-        if busy and not self.wedged:
-            return False  # real traffic is the probe
+        if not self.policy.enabled or (busy and not self.wedged):
+            return False  # off; or real traffic is the probe
         if self.wedged:
             every = max(self.policy.timeout_s, 0.5)
         elif self.policy.canary_idle_s > 0:
