@@ -99,7 +99,6 @@ class CorePool:
         self.failovers = 0
         self.probe_failures = probe_failures
         self.probe_successes = probe_successes
-        self._unary_timeout = httpx.Timeout(timeouts.first_byte_s, connect=timeouts.connect_s)
         self._closing: set[asyncio.Task[None]] = set()
 
     def candidates(self) -> list[Core]:
@@ -164,12 +163,21 @@ class CorePool:
             if core.down.is_set():
                 raise CoreUnavailable("core-down", "its health probe failed")
             conn = core.connection()
+            # A JSON answer's headers come only with the whole answer: its reads may wait up
+            # to the first-byte deadline. The client's default (the idle timeout, 60 s) cut
+            # them first, whatever the deadline, since the tiers read every answer as a
+            # stream. A stream's headers come at once and keepalives follow: idle it is.
+            unary = not payload.get("stream")
             request = conn.client.build_request(
                 "POST",
                 path,
                 json=payload,
                 headers=headers,
-                timeout=httpx.USE_CLIENT_DEFAULT if stream else self._unary_timeout,
+                timeout=(
+                    httpx.Timeout(deadline, connect=self.timeouts.connect_s)
+                    if unary
+                    else httpx.USE_CLIENT_DEFAULT
+                ),
                 extensions={"trace": ResetIfAbandoned(conn.client)},
             )
             conn.active += 1
