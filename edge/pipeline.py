@@ -1,13 +1,16 @@
-"""The edge's request path, in one place: cache -> route -> tier -> remember.
+"""The edge's request path, in one place, for every OpenAI endpoint: cache -> route ->
+tier -> remember. What differs between endpoints is the ``Ask`` (``edge.asks``).
 
+    limits         the edge's request limits, then the parameters no tier honours
     rules (model name, parameters the edge model lacks)  -- unknown models fail here
-    cache.exact    the same words asked before: hit -> the cached answer
+    cache.exact    (chat only) the same words asked before: hit -> the cached answer
     cache.embed    the conversation's embedding (the cache's and the router's)
     cache.semantic nearest entries + the matcher: hit -> the cached answer
     router         the learned score (or the length rule) under a Load snapshot, and
                    stickiness
-    tier.answer    core (HTTP/2) | local (edge model), each told how to hand back a
-                   complete answer, which cache.remember stores after the response
+    tier           the Ask's verb on core (HTTP/2) | local (edge model): answer a chat,
+                   continue a prompt, forward as is; a complete answer goes to
+                   cache.remember, which stores it after the response
     fallback       the core could not take it before its first byte: "auto" falls back to
                    the edge model (x-edgecore-degraded), a pinned model gets 503
 
@@ -19,12 +22,12 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any
 
 import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response
 
+from edge.asks import Ask
 from edge.cache.step import CacheStep
 from edge.context import RequestContext
 from edge.metrics import EdgeMetrics
@@ -35,7 +38,7 @@ from edge.tiers.core import CoreTier
 from edge.tiers.local import LocalTier
 from edge.upstream.pool import CoreUnavailable
 from shared.errors import ApiError
-from shared.parameters import Refusal, refusals
+from shared.parameters import Refusal
 from shared.schemas import ChatCompletionRequest
 from shared.tracing import traced_sync
 
@@ -59,23 +62,22 @@ class EdgePipeline:
         self.saturation = Saturation(settings.route.saturation_s)
 
     async def handle(
-        self,
-        request: Request,
-        ctx: RequestContext,
-        tenant: Tenant,
-        data: dict[str, Any],
-        req: ChatCompletionRequest,
+        self, request: Request, ctx: RequestContext, tenant: Tenant, ask: Ask
     ) -> Response:
-        """One chat completion, from the cache or a tier."""
-        refused = refusals(data, core_multimodal=self.settings.core.multimodal)
+        """One request to any OpenAI endpoint, from the cache or a tier."""
+        ask.check(self.settings.limits)
+        refused = ask.refusals(core_multimodal=self.settings.core.multimodal)
         if "core" in refused:  # no tier could honour it: say which parameter, do no work
             no = refused["core"]
             raise ApiError(400, no.message(), code="unsupported_parameter", param=no.param)
         # Unknown models fail here, before any work; so does a parameter the pinned tier lacks.
-        ruled = self.rules(req, tenant, refused.get("edge"))
-        found = await self.cache.exact(req, request.headers, ctx, tenant)
-        if found is not None and found.hit is not None:
-            return self.cache.reply(req, found.hit, ctx)
+        req, edge_refusal = ask.chat, refused.get("edge")
+        ruled = self.rules(req, tenant, edge_refusal)
+        found = None
+        if ask.cacheable:
+            found = await self.cache.exact(req, request.headers, ctx, tenant)
+            if found is not None and found.hit is not None:
+                return self.cache.reply(req, found.hit, ctx)
         vector = None
         if found is not None or (ruled is None and self.router.needs_embedding):
             vector = await self.cache.embed(req)
@@ -87,11 +89,11 @@ class EdgePipeline:
         remember = functools.partial(self.cache.remember, found)
         if decision.tier == "core":
             try:
-                return await self.core.answer(request, req, data, ctx, tenant, remember)
+                return await ask.on_core(self.core, request, ctx, tenant, remember)
             except CoreUnavailable as exc:
-                decision = self.fallback(exc, decision, tenant, ctx)
+                decision = self.fallback(exc, decision, tenant, ctx, edge_refusal is None)
         self.metrics.route.labels(decision.tier, decision.reason).inc()
-        return await self.local.answer(request, req, ctx, remember)
+        return await ask.on_edge(self.local, request, ctx, remember)
 
     def rules(
         self, req: ChatCompletionRequest, tenant: Tenant, edge_refusal: Refusal | None
@@ -122,20 +124,26 @@ class EdgePipeline:
         return decision
 
     def fallback(
-        self, exc: CoreUnavailable, decision: Decision, tenant: Tenant, ctx: RequestContext
+        self,
+        exc: CoreUnavailable,
+        decision: Decision,
+        tenant: Tenant,
+        ctx: RequestContext,
+        edge_can: bool = True,
     ) -> Decision:
         """The fallback policy: the edge model for "auto", 503 + Retry-After otherwise.
 
         A client that named the core's model gets that model or an error, never a smaller
         model in disguise, and so does a request the edge model cannot serve (tools, JSON
-        mode, logprobs); "auto" may fall back, and says so in x-edgecore-degraded.
+        mode, logprobs, the Responses API: ``edge_can`` False), whatever rule sent it to
+        the core; "auto" may fall back, and says so in x-edgecore-degraded.
         """
         s = self.settings
         if exc.reason == "core-saturated":
             self.saturation.mark()
         pinned = decision.reason in ("model", "features")
         policy = tenant.degrade or s.core.unavailable_policy
-        if policy == "503" or not self.local.available or pinned:
+        if policy == "503" or not self.local.available or pinned or not edge_can:
             raise exc.error(s.retry_after_s) from None
         ctx.degrade(exc.reason)
         return Decision("edge", "fallback")

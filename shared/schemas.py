@@ -138,3 +138,13 @@ class CompletionRequest(BaseModel):
             stop=self.stop,
             seed=self.seed,
         )
+
+
+class ResponsesRequest(BaseModel):
+    """``POST /v1/responses``, as far as the edge reads it; the rest goes to the core."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1, max_length=256)
+    stream: StrictBool = False
+    max_output_tokens: int | None = Field(default=None, ge=1)

@@ -1,7 +1,8 @@
 """``POST /v1/chat/completions``: admit the request, then run it through the pipeline.
 
 The request path itself (cache -> route -> tier -> remember, and the fallback policy) is
-``edge.pipeline.EdgePipeline``; this handler only admits, checks limits and logs.
+``edge.pipeline.EdgePipeline``, the same for every endpoint; this handler only admits
+the request and logs it.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import logging
 from starlette.requests import Request
 from starlette.responses import Response
 
+from edge.asks import ChatAsk
 from edge.http.intake import admit, answered, new_context
 from edge.services import EdgeServices
 from edge.settings import EdgeSettings
-from shared.errors import ApiError
 from shared.redact import redact
 from shared.schemas import ChatCompletionRequest
 
@@ -30,8 +31,8 @@ async def chat_completions(request: Request) -> Response:
     req = admitted.req
 
     async def handle() -> Response:
-        _check_limits(req, svc.settings)
-        response = await svc.pipeline.handle(request, ctx, admitted.tenant, admitted.data, req)
+        ask = ChatAsk(admitted.data, req)
+        response = await svc.pipeline.handle(request, ctx, admitted.tenant, ask)
         if svc.settings.log_prompts:
             log.info(
                 "request %s tenant=%s tier=%s prompt=%r",
@@ -45,27 +46,3 @@ async def chat_completions(request: Request) -> Response:
 def _token_estimate(req: ChatCompletionRequest, s: EdgeSettings) -> int:
     """Charged against tokens-per-minute up front: ~4 characters per token plus the output."""
     return len(req.prompt_text()) // 4 + (req.output_limit or s.local.max_new_tokens)
-
-
-def _check_limits(req: ChatCompletionRequest, s: EdgeSettings) -> None:
-    if len(req.messages) > s.limits.max_messages:
-        raise ApiError(
-            400,
-            f"too many messages: at most {s.limits.max_messages}",
-            param="messages",
-            code="too_many_messages",
-        )
-    if req.output_limit is not None and req.output_limit > s.limits.max_output_tokens:
-        raise ApiError(
-            400,
-            f"max_tokens may be at most {s.limits.max_output_tokens}",
-            param="max_tokens",
-            code="max_tokens_too_large",
-        )
-    if len(req.prompt_text()) > s.limits.max_prompt_chars:
-        raise ApiError(
-            400,
-            f"prompt too long: at most {s.limits.max_prompt_chars} characters",
-            param="messages",
-            code="context_length_exceeded",
-        )

@@ -7,9 +7,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from edge.http.responses import ResponsesRequest
 from shared import parameters
-from shared.schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from shared.schemas import (
+    ChatCompletionRequest,
+    CompletionRequest,
+    EmbeddingRequest,
+    ResponsesRequest,
+)
 
 
 class ErrorDetail(BaseModel):

@@ -3,9 +3,10 @@
 Every branch of ``EdgePipeline.handle`` and ``fallback``: an exact hit, a miss routed to
 either tier, a rule (a named model), an unknown model and a refused parameter (both before
 any work), the core unavailable for ``auto`` (the edge model answers, degraded) and for a
-pinned model or a 503 tenant (503 + Retry-After). The real cache step and router run; the
-tiers, Redis and the embedder are fakes, the way httpx's ``MockTransport`` stands in for
-the network. No servers, no models.
+pinned model or a 503 tenant (503 + Retry-After). Text completions and the Responses API
+go through the same ``handle`` (their ``Ask``), with the same limits checked in one place.
+The real cache step and router run; the tiers, Redis and the embedder are fakes, the way
+httpx's ``MockTransport`` stands in for the network. No servers, no models.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from edge.asks import Ask, ChatAsk, CompletionAsk, ResponsesAsk
 from edge.cache.match import Matcher, MatchPolicy
 from edge.cache.step import CacheStep
 from edge.cache.store import CachedAnswer
@@ -33,7 +35,7 @@ from edge.settings import EdgeSettings, RouteSettings
 from edge.tenancy.keys import Tenant
 from edge.upstream.errors import CoreUnavailable
 from shared.errors import ApiError
-from shared.schemas import ChatCompletionRequest
+from shared.schemas import ChatCompletionRequest, CompletionRequest, ResponsesRequest
 
 AUTO, EDGE, CORE = "auto", "edge-small", "core-large"
 
@@ -66,9 +68,13 @@ class Store:
 
 
 class CoreTier:
+    model = CORE
+
     def __init__(self) -> None:
         self.down: CoreUnavailable | None = None
         self.asked: list[str] = []
+        self.forwarded: list[str] = []  # the paths forwarded as they are
+        self.failure: ApiError | None = None  # what the core answers a forwarded request
         self.pool = self  # the pipeline asks the pool whether any core takes traffic
 
     def candidates(self) -> list[object]:
@@ -84,6 +90,17 @@ class CoreTier:
         remember(Answer("from the core", "stop", None, CORE))
         return JSONResponse({"tier": "core"})
 
+    async def forward(self, request: Request, ctx: RequestContext, payload: dict[str, Any],
+                      *, path: str, tenant: Tenant) -> Response:  # fmt: skip
+        self.forwarded.append(path)
+        assert payload["model"] == CORE  # "auto" is resolved before forwarding
+        if self.down is not None:
+            raise self.down
+        if self.failure is not None:
+            raise self.failure
+        ctx.tier = "core"
+        return JSONResponse({"tier": "core"})
+
 
 class LocalTier:
     model = None
@@ -91,6 +108,13 @@ class LocalTier:
 
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.completed: list[str] = []
+
+    async def complete(self, request: Request, req: CompletionRequest,
+                       ctx: RequestContext) -> Response:  # fmt: skip
+        self.completed.append(str(req.prompt))
+        ctx.tier = "edge"
+        return JSONResponse({"tier": "edge"})
 
     async def answer(self, request: Request, req: ChatCompletionRequest, ctx: RequestContext,
                      remember: Callable[[Answer], None]) -> Response:  # fmt: skip
@@ -125,14 +149,23 @@ class Stages:
     def ask(self, content: str = "Say hi.", tenant: Tenant | None = None, **body: Any) -> Response:
         data = {"model": AUTO, "temperature": 0, "messages": [{"role": "user", "content": content}]}
         data.update(body)
-        req = ChatCompletionRequest.model_validate(data)
-        request = Request({"type": "http", "method": "POST", "path": "/v1/chat/completions",
-                           "headers": []})  # fmt: skip
+        return self.run(ChatAsk(data, ChatCompletionRequest.model_validate(data)), tenant)
+
+    def complete(self, prompt: Any = "Once upon", **body: Any) -> Response:
+        data = {"model": AUTO, "prompt": prompt, **body}
+        return self.run(CompletionAsk(data, CompletionRequest.model_validate(data)))
+
+    def respond(self, tenant: Tenant | None = None, **body: Any) -> Response:
+        data = {"model": AUTO, "input": "Say hi.", **body}
+        return self.run(ResponsesAsk(data, ResponsesRequest.model_validate(data)), tenant)
+
+    def run(self, ask: Ask, tenant: Tenant | None = None) -> Response:
+        request = Request({"type": "http", "method": "POST", "path": "/v1/x", "headers": []})
 
         async def run() -> Response:
             self.embedder.start()
             try:
-                return await self.pipeline.handle(request, self.ctx, tenant or Tenant(), data, req)
+                return await self.pipeline.handle(request, self.ctx, tenant or Tenant(), ask)
             finally:
                 await self.pipeline.cache.drain()
                 await self.embedder.close()
@@ -226,3 +259,79 @@ def test_a_saturated_core_is_remembered_by_the_router(path: Stages) -> None:
     path.ask("Explain " + "the history of lighthouses " * 10)
     assert path.pipeline.saturation.active and path.pipeline.load().core_saturated
     assert path.ctx.degraded == "core-saturated"
+
+
+def test_the_core_policy_never_falls_back_with_a_parameter_the_edge_lacks(path: Stages) -> None:
+    # A tenant pinned to the core asking for logprobs: the edge model cannot honour them,
+    # so an unavailable core is a 503, not a small model's answer without them.
+    path.core.down = CoreUnavailable("core-unreachable")
+    with pytest.raises(ApiError) as e:
+        path.ask("Say hi.", tenant=Tenant(route_policy="core"), logprobs=True)
+    assert e.value.status == 503 and not path.local.asked
+
+
+def test_limits_are_the_same_for_every_endpoint(path: Stages) -> None:
+    s = path.pipeline.settings.limits
+    with pytest.raises(ApiError) as e:
+        path.ask("x" * (s.max_prompt_chars + 1))
+    assert (e.value.code, e.value.param) == ("context_length_exceeded", "messages")
+    with pytest.raises(ApiError) as e:
+        path.complete("x" * (s.max_prompt_chars + 1))
+    assert (e.value.code, e.value.param) == ("context_length_exceeded", "prompt")
+    with pytest.raises(ApiError) as e:
+        path.complete(max_tokens=s.max_output_tokens + 1)
+    assert (e.value.code, e.value.param) == ("max_tokens_too_large", "max_tokens")
+    with pytest.raises(ApiError) as e:
+        path.respond(max_output_tokens=s.max_output_tokens + 1)
+    assert (e.value.code, e.value.param) == ("max_tokens_too_large", "max_output_tokens")
+    assert path.store.reads == 0 and not path.core.forwarded and not path.local.completed
+
+
+def test_a_text_completion_is_routed_and_never_cached(path: Stages) -> None:
+    path.complete("Once upon a time")  # short: the edge model continues it
+    assert path.local.completed == ["Once upon a time"] and not path.core.forwarded
+    path.complete("Explain " + "the history of lighthouses " * 10)
+    assert path.core.forwarded == ["/v1/completions"]
+    assert path.store.reads == 0 and not path.store.stored
+
+
+def test_a_text_completion_falls_back_like_chat(path: Stages) -> None:
+    path.core.down = CoreUnavailable("core-unreachable")
+    path.complete("Explain " + "the history of lighthouses " * 10)
+    assert path.ctx.degraded == "core-unreachable" and len(path.local.completed) == 1
+    with pytest.raises(ApiError) as e:
+        path.complete("Once", model=CORE)
+    assert e.value.status == 503 and len(path.local.completed) == 1
+
+
+def test_a_text_completion_no_tier_honours_is_refused(path: Stages) -> None:
+    with pytest.raises(ApiError) as e:
+        path.complete("Once", suffix="the end")
+    assert (e.value.status, e.value.param) == (400, "suffix") and not path.core.forwarded
+
+
+def test_the_responses_api_goes_to_the_core_only(path: Stages) -> None:
+    path.respond()  # "auto": the edge model cannot serve it
+    assert path.core.forwarded == ["/v1/responses"] and not path.local.asked
+    with pytest.raises(ApiError) as e:
+        path.respond(model=EDGE)
+    assert e.value.status == 400 and e.value.param == "model" and CORE in e.value.message
+    with pytest.raises(ApiError) as e:
+        path.respond(model="gpt-9")
+    assert e.value.status == 404
+
+
+def test_the_responses_api_never_falls_back_to_the_edge_model(path: Stages) -> None:
+    path.core.down = CoreUnavailable("core-unreachable")
+    for tenant in (Tenant(), Tenant(route_policy="core")):
+        with pytest.raises(ApiError) as e:
+            path.respond(tenant)
+        assert e.value.status == 503 and "retry-after" in e.value.headers
+    assert not path.local.asked and not path.local.completed
+
+
+def test_engines_without_the_responses_api_give_501(path: Stages) -> None:
+    path.core.failure = ApiError(404, "Not Found")
+    with pytest.raises(ApiError) as e:
+        path.respond()
+    assert e.value.status == 501 and e.value.code == "not_implemented"
