@@ -295,21 +295,21 @@ def run_all(args: argparse.Namespace) -> Results:
         tmp = Path(tempfile.mkdtemp())
         key = add_key(tmp / "keys.toml", "bench")
         edge = {
-            "redis_url": f"redis://127.0.0.1:{port}/0",
+            "redis__url": f"redis://127.0.0.1:{port}/0",
             "keys_file": str(tmp / "keys.toml"),
-            "core_url": f"http://127.0.0.1:{free_port()}",  # nothing there: edge model and cache
-            "cache_index": f"bench:http:{uuid.uuid4().hex[:6]}",
-            "cache_explore_rate": "0",
+            "core__url": f"http://127.0.0.1:{free_port()}",  # nothing there: edge model and cache
+            "cache__index": f"bench:http:{uuid.uuid4().hex[:6]}",
+            "cache__explore_rate": "0",
         }
         http_entries = entries[: args.http_entries]
-        with edge_server(tmp / "edge.log", **edge, cache_cross_encoder="false") as url:
+        with edge_server(tmp / "edge.log", **edge, cache__cross_encoder="false") as url:
             runs |= asyncio.run(over_http(url, key, http_entries, args.requests))
         # The same index and entries, with the cross-encoder stacked on the verifier: as it
         # runs (only where it can change the decision), then reading every candidate.
         for variant, band in (("+cross-encoder", "true"), ("+cross-encoder/every", "false")):
             log = tmp / f"edge{variant.replace('/', '-')}.log"
-            with edge_server(log, **edge, cache_cross_encoder="true",
-                             cache_cross_encoder_band=band) as url:  # fmt: skip
+            with edge_server(log, **edge, cache__cross_encoder="true",
+                             cache__cross_encoder_band=band) as url:  # fmt: skip
                 runs |= asyncio.run(
                     over_http(url, key, http_entries, args.requests, variant=variant)
                 )

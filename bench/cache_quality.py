@@ -6,8 +6,8 @@ On the QQP pairs that the verifier never saw (the 10 % test split of
 ``../shared/data/cache/qqp_pairs.jsonl``; labels are human and noisy, negatives are hard) it
 reports precision, recall and false-hit rate of edgecore's decision for several false-hit
 budgets (``delta``), with the MLP verifier alone (the default) and stacked with the
-cross-encoder (``CACHE_CROSS_ENCODER``), the MLP's for budgets crossed with candidate
-floors (``CACHE_CANDIDATE_FLOOR``), next to fixed cosine thresholds on the same pairs,
+cross-encoder (``CACHE__CROSS_ENCODER``), the MLP's for budgets crossed with candidate
+floors (``CACHE__CANDIDATE_FLOOR``), next to fixed cosine thresholds on the same pairs,
 the alternative a plain semantic cache (GPTCache, RedisVL) offers. The GPTCache paraphrase
 set (all true paraphrases) measures recall on easier, ChatGPT-style rewrites. Prints a
 table, writes JSON and a PNG (precision-recall curves with the decision points).

@@ -3,8 +3,8 @@
     .venv/bin/python -m bench.contrast_eval [--limit N] [--data DIR]
 
 Runs the shipped decision (``edge.cache.match.load_matcher`` with the default settings:
-the verifier stacked with the cross-encoder, ``CACHE_FALSE_HIT_BUDGET``,
-``CACHE_CANDIDATE_FLOOR``) as if ``text_a`` were cached and ``text_b`` asked, with the
+the verifier stacked with the cross-encoder, ``CACHE__FALSE_HIT_BUDGET``,
+``CACHE__CANDIDATE_FLOOR``) as if ``text_a`` were cached and ``text_b`` asked, with the
 contrast veto (``edge.cache.contrast.contrast_by``) and without it, on:
 
 * ``tests/data/contrast_dev.jsonl``, the public contrast dev set (written for edgecore, in

@@ -87,7 +87,7 @@ def core_env(port: int, engine_port: int, token: str, engine: str) -> dict[str, 
     }
     if engine == "vllm":
         env["EDGECORE_CORE_ENGINE__MODEL"] = str(default_models_dir() / "smollm2-135m-instruct-hf")
-        env["EDGECORE_CORE_POOL_PROFILE"] = "cpu-dev"
+        env["EDGECORE_CORE_POOL__PROFILE"] = "cpu-dev"
     else:  # the engine runs elsewhere (here: the fake); the gateway only polls and relays
         env["EDGECORE_CORE_MANAGE_ENGINE"] = "false"
     return env

@@ -209,10 +209,10 @@ def fake_upstream(tmp: Path, clients: list[int], requests: int) -> dict[str, Any
         edge_url, edge_pid = es.enter_context(
             edge_process(
                 tmp / "edge.log",
-                redis_url=f"redis://127.0.0.1:{redis_port}/0",
+                redis__url=f"redis://127.0.0.1:{redis_port}/0",
                 keys_file=str(tmp / "keys.toml"),
-                core_url=upstream,
-                cache_index=f"bench:fwd:{uuid.uuid4().hex[:6]}",
+                core__url=upstream,
+                cache__index=f"bench:fwd:{uuid.uuid4().hex[:6]}",
             )
         )
         ll_url, ll_pid, ll_key, version = es.enter_context(litellm(upstream, tmp))

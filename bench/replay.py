@@ -259,7 +259,7 @@ def run_all(args: argparse.Namespace) -> Results:
     index = f"edgecore:bench:replay:{uuid.uuid4().hex[:8]}"
     log = Path(tempfile.mkdtemp(prefix="bench-replay-")) / "up.log"
     progress("starting the stack (Redis, core + vLLM, edge): ~1-2 min ...")
-    with stack(log, env={"EDGECORE_EDGE_CACHE_INDEX": index}) as s:
+    with stack(log, env={"EDGECORE_EDGE_CACHE__INDEX": index}) as s:
         try:
             progress(f"replaying {len(items)} requests at {args.clients} clients ...")
             outcomes = asyncio.run(

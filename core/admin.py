@@ -18,7 +18,9 @@ from shared.errors import ApiError
 class DrainRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    deadline_s: float | None = Field(default=None, gt=0, description="default: DRAIN_TIMEOUT_S")
+    deadline_s: float | None = Field(
+        default=None, gt=0, description="default: POOL__DRAIN_TIMEOUT_S"
+    )
     then: Literal["idle", "stop"] = "idle"
 
 

@@ -127,7 +127,7 @@ async def chat_completions(request: Request) -> Response:
     try:
         body = await read_body(request, st.settings.max_body_bytes)
         payload = json_object(body)
-        priority = priority_of(request.headers, payload, st.settings)
+        priority = priority_of(request.headers, payload, st.settings.admission)
         accesslog.note(
             request_id=rid,
             tenant=request.headers.get("x-edgecore-tenant"),
@@ -135,7 +135,7 @@ async def chat_completions(request: Request) -> Response:
             priority=priority,
         )
         key = affinity_key(payload, request.headers.get(SESSION_HEADER))
-        timeout = queue_timeout(request.headers, st.settings)
+        timeout = queue_timeout(request.headers, st.settings.admission)
 
         async def abandon(opened: tuple[Lease, httpx.Response]) -> None:
             await opened[1].aclose()
@@ -306,7 +306,7 @@ def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> A
     replicas = load_pool(settings)
     # Engines found by DNS (core/discovery.py): the pool starts empty and the configured
     # replica is the template of every discovered one.
-    template = template_from(replicas) if settings.engine_discovery else None
+    template = template_from(replicas) if settings.discovery.dns_name else None
     if template is not None:
         replicas = []
     if settings.auth_token is None:
@@ -319,9 +319,9 @@ def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> A
         tracing.setup("edgecore-core")  # exports only with an OTLP endpoint configured
         pool.start()
         discovery = None
-        if template is not None and settings.engine_discovery:
-            discovery = Discovery(settings.engine_discovery, template, pool,
-                                  interval_s=settings.discovery_interval_s)  # fmt: skip
+        if template is not None and settings.discovery.dns_name:
+            discovery = Discovery(settings.discovery.dns_name, template, pool,
+                                  interval_s=settings.discovery.interval_s)  # fmt: skip
             await discovery.refresh()
             discovery.start()
         try:

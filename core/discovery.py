@@ -54,8 +54,8 @@ def template_from(replicas: list[ReplicaConfig]) -> ReplicaConfig:
     """The replica every discovered engine copies: the pool's only entry, not managed."""
     if len(replicas) != 1:
         raise PoolConfigError(
-            f"engine_discovery: the pool must describe one replica (the template of every "
-            f"discovered engine), not {len(replicas)}; drop REPLICAS and the pool file's list"
+            f"discovery.dns_name: the pool must describe one replica (the template of every "
+            f"discovered engine), not {len(replicas)}; drop POOL__REPLICAS and the pool file's list"
         )
     return replicas[0].model_copy(update={"manage": False})
 

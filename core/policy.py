@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.admission import PRIORITIES, Priority
-from core.settings import CoreSettings
+from core.settings import AdmissionSettings
 
 PRIORITY_HEADER = "x-edgecore-priority"  # interactive | batch
 TENANT_HEADER = "x-edgecore-tenant"
@@ -15,7 +15,7 @@ SESSION_HEADER = "x-edgecore-session"  # explicit conversation id for replica af
 
 
 def priority_of(
-    headers: Mapping[str, str], payload: Mapping[str, Any], s: CoreSettings
+    headers: Mapping[str, str], payload: Mapping[str, Any], s: AdmissionSettings
 ) -> Priority:
     """Header first; then OpenAI's ``service_tier: "flex"`` (cheap, may wait); then the
     tenant's class; interactive otherwise."""
@@ -30,7 +30,7 @@ def priority_of(
     return "interactive"
 
 
-def queue_timeout(headers: Mapping[str, str], s: CoreSettings) -> float:
+def queue_timeout(headers: Mapping[str, str], s: AdmissionSettings) -> float:
     """Seconds a request may wait for a replica: the setting, or less if the caller asks."""
     raw = headers.get(DEADLINE_HEADER)
     if raw:

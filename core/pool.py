@@ -38,14 +38,14 @@ class Pool:
     ) -> None:
         self.settings = settings
         self.health = EngineHealth(
-            settings.engine_health_interval_s,
-            settings.engine_health_timeout_s,
-            settings.engine_wedged_restart_s,
+            settings.health.interval_s,
+            settings.health.timeout_s,
+            settings.health.wedged_restart_s,
         )
         self.progress = ProgressPolicy(
-            settings.engine_progress_timeout_s,
-            settings.engine_prefill_tokens_per_s,
-            settings.engine_canary_idle_s,
+            settings.health.progress_timeout_s,
+            settings.health.prefill_tokens_per_s,
+            settings.health.canary_idle_s,
         )
         self.replicas = [
             Replica(
@@ -56,7 +56,10 @@ class Pool:
         ]  # fmt: skip
         self.by_name = {r.name: r for r in self.replicas}
         self.admission: Admission[Lease] = Admission(
-            {"interactive": settings.queue_interactive, "batch": settings.queue_batch},
+            {
+                "interactive": settings.admission.queue_interactive,
+                "batch": settings.admission.queue_batch,
+            },
             self._pick,
             self._give_back,
             self.available,
@@ -93,7 +96,7 @@ class Pool:
                 bugs.succeeded()
             except Exception as exc:
                 bugs.failed(exc)
-            await asyncio.sleep(self.settings.metrics_interval_s)
+            await asyncio.sleep(self.settings.pool.metrics_interval_s)
 
     def _changed(self) -> None:
         # Readiness flipped somewhere: queued requests may now have a place to go.
@@ -106,7 +109,7 @@ class Pool:
 
     def _pick(self, key: str | None, exclude: frozenset[str]) -> Lease | None:
         open_ = [r for r in self.replicas if r.admitting and r.name not in exclude]
-        choice = choose([r.candidate() for r in open_], key, self.settings.affinity_slack)
+        choice = choose([r.candidate() for r in open_], key, self.settings.pool.affinity_slack)
         if choice is None:
             return None
         self.affinity[choice.affinity] += 1
@@ -151,7 +154,7 @@ class Pool:
         if r.admin in ("draining",):
             return r
         r.admin = "draining"
-        self._background(self._drain(r, deadline_s or self.settings.drain_timeout_s, then),
+        self._background(self._drain(r, deadline_s or self.settings.pool.drain_timeout_s, then),
                          f"drain-{name}")  # fmt: skip
         return r
 
@@ -194,7 +197,7 @@ class Pool:
 
         async def run() -> None:
             r.admin = "draining"
-            await self._drain(r, deadline_s or self.settings.drain_timeout_s, "stop")
+            await self._drain(r, deadline_s or self.settings.pool.drain_timeout_s, "stop")
             self.undrain(name)
 
         self._background(run(), f"restart-{name}")
@@ -226,7 +229,7 @@ class Pool:
         r.admin = "draining"
 
         async def run() -> None:
-            await self._drain(r, deadline_s or self.settings.drain_timeout_s, "idle")
+            await self._drain(r, deadline_s or self.settings.pool.drain_timeout_s, "idle")
             await r.aclose()
 
         self._background(run(), f"remove-{name}")

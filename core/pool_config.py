@@ -1,11 +1,11 @@
 """The pool's shape: which replicas exist and how each one's vLLM engine is configured.
 
-Sources, later ones winning field by field: an engine profile (``POOL_PROFILE`` or the pool
+Sources, later ones winning field by field: an engine profile (``POOL__PROFILE`` or the pool
 file's ``profile``), the pool file's ``[engine]`` table, ``EDGECORE_CORE_ENGINE__*``
 variables, then each ``[[replicas]]`` entry's own ``engine`` table. Everything is validated
 here, before any process starts, and every error names the field it is about.
 
-    # pool.toml (EDGECORE_CORE_POOL_FILE)
+    # pool.toml (EDGECORE_CORE_POOL__FILE)
     profile = "cpu-dev"
     replicas = 2                 # or a list of tables, one per replica:
     [engine]
@@ -75,13 +75,13 @@ def _read_pool_file(path: Path) -> _PoolFile:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise PoolConfigError(f"pool_file: cannot read {path}: {exc.strerror}") from None
+        raise PoolConfigError(f"pool.file: cannot read {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise PoolConfigError(f"pool_file: invalid TOML in {path}: {exc}") from None
+        raise PoolConfigError(f"pool.file: invalid TOML in {path}: {exc}") from None
     try:
         return _PoolFile.model_validate(data)
     except ValidationError as exc:
-        raise PoolConfigError(f"pool_file {path}: invalid field(s) {_fields(exc, '')}") from None
+        raise PoolConfigError(f"pool.file {path}: invalid field(s) {_fields(exc, '')}") from None
 
 
 def _check_engine_keys(data: dict[str, Any], where: str) -> None:
@@ -107,29 +107,29 @@ def load_pool(settings: CoreSettings) -> list[ReplicaConfig]:
                 f"profile=prod needs {' and '.join(missing)} "
                 f"(EDGECORE_CORE_{missing[0].upper()}): the core never runs open in production"
             )
-    pool = _read_pool_file(settings.pool_file) if settings.pool_file else _PoolFile()
+    pool = _read_pool_file(settings.pool.file) if settings.pool.file else _PoolFile()
     base: dict[str, Any] = {}
-    profile = settings.pool_profile or pool.profile
+    profile = settings.pool.profile or pool.profile
     if profile:
         try:
             base = load_profile(profile).model_dump(exclude_unset=True)
         except ValueError as exc:
-            raise PoolConfigError(f"pool_profile: {exc}") from None
-    _check_engine_keys(pool.engine, "pool_file engine")
+            raise PoolConfigError(f"pool.profile: {exc}") from None
+    _check_engine_keys(pool.engine, "pool.file engine")
     base.update(pool.engine)
     # Only the ENGINE__* variables that were really set override the profile and the file.
     base.update(settings.engine.model_dump(include=settings.engine.model_fields_set))
 
     entries: list[_ReplicaEntry]
     if isinstance(pool.replicas, int):
-        count = settings.replicas if settings.replicas != 1 else pool.replicas
+        count = settings.pool.replicas if settings.pool.replicas != 1 else pool.replicas
         if count < 1:
             raise PoolConfigError("replicas: must be at least 1")  # pool file; the env is checked
         entries = [_ReplicaEntry() for _ in range(count)]
     else:
         entries = pool.replicas
         if not entries:
-            raise PoolConfigError("pool_file replicas: the list is empty")
+            raise PoolConfigError("pool.file replicas: the list is empty")
 
     replicas: list[ReplicaConfig] = []
     cpus = os.cpu_count() or 1
@@ -152,7 +152,7 @@ def load_pool(settings: CoreSettings) -> list[ReplicaConfig]:
                 "visible_devices": _split(engine.visible_devices, i, gpus),
             }
         )
-        limit = entry.max_in_flight or settings.max_in_flight or pool.max_in_flight
+        limit = entry.max_in_flight or settings.pool.max_in_flight or pool.max_in_flight
         replicas.append(
             ReplicaConfig(
                 name=entry.name or f"r{i}",

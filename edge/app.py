@@ -51,9 +51,9 @@ async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalM
     local: LocalModel | None = None
     embed_dir = settings.embed_model_dir()
     if embed_dir.exists():
-        e = await asyncio.to_thread(Embedder, embed_dir, threads=settings.embed_threads)
+        e = await asyncio.to_thread(Embedder, embed_dir, threads=settings.embed.threads)
         embedder = BatchingEmbedder(
-            e, max_batch=settings.embed_max_batch, window_ms=settings.embed_batch_window_ms
+            e, max_batch=settings.embed.max_batch, window_ms=settings.embed.batch_window_ms
         )
     else:
         log.warning(
@@ -122,9 +122,9 @@ def create_app(settings: EdgeSettings) -> Starlette:
         # One pool for the cache and the rate limits; connections are made lazily, so a
         # Redis that is down at start only degrades those two features.
         redis = Redis.from_url(
-            settings.redis_url,
-            socket_timeout=settings.redis_timeout_s,
-            socket_connect_timeout=settings.redis_timeout_s,
+            settings.redis.url,
+            socket_timeout=settings.redis.timeout_s,
+            socket_connect_timeout=settings.redis.timeout_s,
         )
         cache: SemanticCache | None = None
         if settings.cache.enabled and embedder is not None:
@@ -135,7 +135,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
                 ttl_s=settings.cache.ttl_s,
                 top_k=settings.cache.top_k,
                 floor=settings.cache.candidate_floor,
-                retry_after_s=settings.retry_after_s,
+                backoff_s=settings.redis.backoff_s,
             )
         core = CorePool.configured(settings.core_specs(), settings.core)
         await core.probe()
@@ -149,7 +149,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
         # The stages, built once: the pipeline composes them for every request.
         cache_step = CacheStep(
             cache, embedder, load_matcher(settings, metrics), metrics, settings.cache,
-            redis_timeout_s=settings.redis_timeout_s,
+            redis_timeout_s=settings.redis.timeout_s,
         )  # fmt: skip
         pipeline = EdgePipeline(
             cache_step,
@@ -165,7 +165,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
         app.state.openapi = openapi(
             [settings.auto_model, settings.edge_model, settings.core_model],
             settings.limits.max_messages,
-            [settings.embed_model, *settings.core.embed_models],
+            [settings.embed.model, *settings.core.embed_models],
         )
         if embedder is not None:
             embedder.start()

@@ -25,7 +25,7 @@ from edge.upstream.pool import CorePool
 class EdgeServices:
     settings: EdgeSettings
     metrics: EdgeMetrics
-    pipeline: EdgePipeline  # chat and completions: cache -> route -> tier
+    pipeline: EdgePipeline  # every OpenAI endpoint: cache -> route -> tier
     keys: KeyStore
     limiter: Limiter
 

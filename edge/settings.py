@@ -1,28 +1,23 @@
 """The edge's typed settings, loaded once from ``EDGECORE_EDGE_*`` environment variables.
 
 Components get their own section, whole: ``cache``, ``route``, ``core`` (the upstream
-cores), ``local`` (the edge model) and ``limits``. A section's field is set as
-``EDGECORE_EDGE_<SECTION>__<FIELD>`` (``EDGECORE_EDGE_CACHE__TTL_S``) or by its flat name,
-which every earlier release used and which keeps working (``EDGECORE_EDGE_CACHE_TTL_S``;
-``legacy_names()`` lists them all, docs/configuration.md documents both).
+cores), ``local`` (the edge model), ``limits``, ``embed`` and ``redis``. A section's field is
+set by its nested name, ``EDGECORE_EDGE_<SECTION>__<FIELD>`` (``EDGECORE_EDGE_CACHE__TTL_S``).
+The flat names of earlier releases (``EDGECORE_EDGE_CACHE_TTL_S``) still work for this
+release, with a deprecation warning (``shared.settings``). docs/configuration.md is
+generated from these models (``python -m tools.settings_doc``).
 """
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import SettingsConfigDict
 
-from shared.paths import default_home, default_models_dir
+from shared.paths import default_models_dir
+from shared.settings import Legacy, ServerSettings
 
 ENV_PREFIX = "EDGECORE_EDGE_"
 
@@ -35,9 +30,16 @@ class CoreSpec(BaseModel):
 class CacheSettings(BaseModel):
     """The semantic cache (edge.cache): what is stored, how a hit is decided."""
 
-    enabled: bool = True
-    index: str = "edgecore:cache:v2"
-    max_entries_per_tenant: int = Field(default=10_000, ge=1)
+    enabled: bool = Field(
+        default=True, description="The semantic cache; false: every request goes to a tier."
+    )
+    index: str = Field(
+        default="edgecore:cache:v2",
+        description="The Redis index (and key prefix) of the cache's entries.",
+    )
+    max_entries_per_tenant: int = Field(
+        default=10_000, ge=1, description="Per-tenant cap; the oldest entries are evicted."
+    )
     min_similarity: float | None = Field(
         default=None,
         ge=0.0,
@@ -81,7 +83,7 @@ class CacheSettings(BaseModel):
     answer_agreement: float = Field(
         default=0.90, ge=0.0, le=1.0, description="Answer cosine that counts a hit as right."
     )
-    ttl_s: int = Field(default=3600, ge=1)
+    ttl_s: int = Field(default=3600, ge=1, description="Absolute time to live of an entry.")
     only_deterministic: bool = Field(
         default=True, description="Cache only temperature-0 requests (others vary by design)."
     )
@@ -93,26 +95,45 @@ class CacheSettings(BaseModel):
 class RouteSettings(BaseModel):
     """The router (edge.routing): which tier answers a cache miss."""
 
-    policy: Literal["auto", "edge", "core"] = "auto"
+    policy: Literal["auto", "edge", "core"] = Field(
+        default="auto",
+        description="edge / core pins every auto request to a tier (see docs/routing.md).",
+    )
     mode: Literal["quantile", "fixed"] = Field(
         default="quantile",
-        description="quantile: keep ROUTE_CORE_SHARE of scored traffic on the core; "
-        "fixed: core when P(large needed) > ROUTE_THRESHOLD.",
+        description="quantile: keep ROUTE__CORE_SHARE of scored traffic on the core; "
+        "fixed: core when P(large needed) > ROUTE__THRESHOLD.",
     )
-    core_share: float = Field(default=0.3, ge=0.0, le=1.0)
-    threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
-    window: int = Field(default=2000, ge=10)
+    core_share: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description="quantile mode: the share of scored traffic sent to the core.",
+    )
+    threshold: float = Field(
+        default=0.5, gt=0.0, lt=1.0, description="fixed mode: scores above this go to the core."
+    )
+    window: int = Field(
+        default=2000, ge=10, description="Recent scores the quantile threshold is kept over."
+    )
     min_samples: int = Field(
         default=50, ge=1, description="Scores seen before the quantile threshold moves."
     )
     band: float = Field(
         default=0.02, ge=0.0, description="Score distance from the threshold that is 'borderline'."
     )
-    sticky_margin: float = Field(default=0.03, ge=0.0)
+    sticky_margin: float = Field(
+        default=0.03,
+        ge=0.0,
+        description="A conversation keeps its tier unless its score moves this far past the"
+        " threshold (score units).",
+    )
     max_prompt_chars: int = Field(
         default=600, ge=0, description="Without a trained router: longer prompts go to the core."
     )
-    max_tokens: int = Field(default=256, ge=1)
+    max_tokens: int = Field(
+        default=256, ge=1, description="Requests asking for more output tokens go to the core."
+    )
     saturation_s: float = Field(
         default=10.0,
         gt=0,
@@ -141,11 +162,15 @@ class UpstreamSettings(BaseModel):
         default=True,
         description="Forward /v1/responses to the core (vLLM serves it); off: 501.",
     )
-    url: str = "http://127.0.0.1:8090"
+    url: str = Field(
+        default="http://127.0.0.1:8090",
+        description="The core; http:// = h2c prior knowledge, https:// = h2 via ALPN. CORE__CORES"
+        " for several.",
+    )
     cores: list[CoreSpec] = Field(
         default_factory=list,
         description='Several cores (regions), JSON: [{"url": ..., "priority": 0}, ...]; '
-        "lower priority first. Empty: CORE_URL alone.",
+        "lower priority first. Empty: CORE__URL alone.",
     )
     ca_file: Path | None = Field(
         default=None, description="CA bundle that signs the cores' certificates (https cores)."
@@ -156,11 +181,19 @@ class UpstreamSettings(BaseModel):
     client_certfile: Path | None = Field(
         default=None, description="mTLS: this edge's client certificate for https cores."
     )
-    client_keyfile: Path | None = None
-    streams_per_connection: int = Field(default=100, ge=1)
-    max_connections: int = Field(default=4, ge=1)
-    breaker_threshold: int = Field(default=3, ge=1)
-    breaker_cooldown_s: float = Field(default=10.0, gt=0)
+    client_keyfile: Path | None = Field(
+        default=None, description="mTLS: the key of CORE__CLIENT_CERTFILE."
+    )
+    streams_per_connection: int = Field(
+        default=100, ge=1, description="HTTP/2 streams per connection to a core."
+    )
+    max_connections: int = Field(default=4, ge=1, description="HTTP/2 connections per core.")
+    breaker_threshold: int = Field(
+        default=3, ge=1, description="Failures in a row that open a core's breaker."
+    )
+    breaker_cooldown_s: float = Field(
+        default=10.0, gt=0, description="Time an open breaker waits before a trial request."
+    )
     probe_interval_s: float = Field(
         default=1.0, gt=0, description="Health probe (/readyz) of every core, this often."
     )
@@ -179,7 +212,9 @@ class UpstreamSettings(BaseModel):
     sse_keepalive_s: float = Field(
         default=10.0, gt=0, description="Comment lines while a stream waits (long first token)."
     )
-    connect_timeout_s: float = Field(default=3.0, gt=0)
+    connect_timeout_s: float = Field(
+        default=3.0, gt=0, description="Deadline to connect to a core."
+    )
     first_byte_timeout_s: float = Field(
         default=120.0, gt=0, description="Deadline for the core's response headers (base)."
     )
@@ -210,16 +245,26 @@ class UpstreamSettings(BaseModel):
 class LocalSettings(BaseModel):
     """The edge model (edge.tiers.local_model): SmolLM2 on onnxruntime-genai."""
 
-    model_dir: Path | None = None
+    model_dir: Path | None = Field(
+        default=None,
+        description="The edge model's onnxruntime-genai folder (none: "
+        "MODELS_DIR/smollm2-135m-instruct-onnx-int8).",
+    )
     provider: str = Field(
         default="cpu",
         description="onnxruntime-genai execution provider: cpu, cuda, dml, openvino, qnn or "
         "webgpu; one this build lacks fails at start, by name.",
     )
-    threads: int = Field(default=2, ge=1)
-    max_concurrency: int = Field(default=2, ge=1)
-    queue_timeout_s: float = Field(default=10.0, gt=0)
-    max_new_tokens: int = Field(default=512, ge=1)
+    threads: int = Field(default=2, ge=1, description="The edge model's intra-op threads.")
+    max_concurrency: int = Field(
+        default=2, ge=1, description="Generations at once; more wait for a slot."
+    )
+    queue_timeout_s: float = Field(
+        default=10.0, gt=0, description="Longest wait for a slot before a 503 (edge_busy)."
+    )
+    max_new_tokens: int = Field(
+        default=512, ge=1, description="Output tokens when a request sets no max_tokens."
+    )
     context_tokens: int = Field(
         default=2048, ge=256, description="Longest prompt + answer; capped by the model's own."
     )
@@ -235,9 +280,13 @@ class LimitSettings(BaseModel):
     """Input limits checked before any work."""
 
     body_timeout_s: float = Field(default=30.0, gt=0, description="Deadline to receive a body.")
-    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
-    max_messages: int = Field(default=256, ge=1)
-    max_prompt_chars: int = Field(default=200_000, ge=1)
+    max_body_bytes: int = Field(
+        default=1024 * 1024, ge=1024, description="Largest request body (413 above it)."
+    )
+    max_messages: int = Field(default=256, ge=1, description="Most messages in one chat request.")
+    max_prompt_chars: int = Field(
+        default=200_000, ge=1, description="Longest prompt, in characters (400 above it)."
+    )
     max_output_tokens: int = Field(default=8192, ge=1, description="Ceiling on max_tokens.")
     embed_max_inputs: int = Field(default=256, ge=1, description="Inputs per embeddings call.")
     embed_max_input_chars: int = Field(
@@ -245,71 +294,54 @@ class LimitSettings(BaseModel):
     )
 
 
-# Section -> (its model, the prefix of its flat names, flat names that break the pattern).
-_SECTIONS: dict[str, tuple[type[BaseModel], str, dict[str, str]]] = {
-    "cache": (CacheSettings, "cache_", {}),
-    "route": (RouteSettings, "route_", {"saturation_s": "core_saturation_s",
-                                        "edge_queue_high": "edge_queue_high"}),
-    "core": (UpstreamSettings, "core_", {"cores": "cores", "sse_keepalive_s": "sse_keepalive_s"}),
-    "local": (LocalSettings, "edge_", {}),
-    "limits": (LimitSettings, "", {}),
-}  # fmt: skip
+class EmbedSettings(BaseModel):
+    """The edge's embedding model (edge.embedder): MiniLM on ONNX Runtime, batched."""
+
+    model: str = Field(
+        default="edge-minilm-l6-v2",
+        description="Its name in /v1/embeddings and /v1/models.",
+    )
+    threads: int = Field(default=1, ge=1, description="ONNX Runtime threads.")
+    max_batch: int = Field(default=32, ge=1, description="Texts embedded in one batch.")
+    batch_window_ms: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="How long the batcher waits for more texts (0: only what queued meanwhile).",
+    )
 
 
-def legacy_names() -> dict[str, tuple[str, str]]:
-    """Every flat setting name -> (section, field): ``cache_ttl_s`` -> (cache, ttl_s)."""
-    return {
-        overrides.get(name, prefix + name): (section, name)
-        for section, (model, prefix, overrides) in _SECTIONS.items()
-        for name in model.model_fields
-    }
+class RedisSettings(BaseModel):
+    """Redis with vector search (edge.cache.store): the cache's and the rate limits' store."""
+
+    url: str = Field(default="redis://127.0.0.1:6390/0", description="Redis with vector search.")
+    timeout_s: float = Field(default=0.25, gt=0, description="A slower Redis is bypassed.")
+    backoff_s: float = Field(
+        default=5.0, gt=0, description="How long a failed Redis is bypassed before a retry."
+    )
 
 
-class _FlatEnv(PydanticBaseSettingsSource):
-    """``EDGECORE_EDGE_<FLAT_NAME>`` variables, read into their sections."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # unused: __call__ reads the environment itself
-
-    def __call__(self) -> dict[str, Any]:
-        env = {k.upper(): v for k, v in os.environ.items()}
-        found: dict[str, Any] = {}
-        for flat in legacy_names():
-            raw = env.get(ENV_PREFIX + flat.upper())
-            if raw is not None:
-                found[flat] = json.loads(raw) if raw.strip()[:1] in ("[", "{") else raw
-        return found
-
-
-class EdgeSettings(BaseSettings):
+class EdgeSettings(ServerSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore"
     )
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=8080, ge=1, le=65535)
-    home: Path = Field(default_factory=default_home)
-    tls_certfile: Path | None = Field(default=None, description="Serve HTTPS (h2 via ALPN).")
-    tls_keyfile: Path | None = None
-    models_dir: Path = Field(default_factory=default_models_dir)
-    # Model names the edge answers to. "auto" lets the router pick the tier.
-    auto_model: str = "auto"
-    edge_model: str = "edge-smollm2-135m"
-    core_model: str = "smollm2-135m-instruct"
-    embed_model: str = Field(
-        default="edge-minilm-l6-v2",
-        description="Name of the edge's own embedding model in /v1/embeddings and /v1/models.",
+    models_dir: Path = Field(
+        default_factory=default_models_dir, description="Prepared models (HOME/models)."
     )
-    retry_after_s: int = Field(default=5, ge=1)
-    redis_url: str = "redis://127.0.0.1:6390/0"
-    redis_timeout_s: float = Field(default=0.25, gt=0)
+    # Model names the edge answers to. "auto" lets the router pick the tier.
+    auto_model: str = Field(
+        default="auto", description="The model name that lets the router pick the tier."
+    )
+    edge_model: str = Field(
+        default="edge-smollm2-135m", description="The edge model's name: pins a request to it."
+    )
+    core_model: str = Field(
+        default="smollm2-135m-instruct", description="The core's model name: pins a request to it."
+    )
     admin_keys: list[str] = Field(
         default_factory=list,
         description="SHA-256 hashes (sha256:...) of keys for /admin/*; empty: admin API off.",
     )
-    embed_threads: int = Field(default=1, ge=1)
-    embed_max_batch: int = Field(default=32, ge=1)
-    embed_batch_window_ms: float = Field(default=0.0, ge=0.0)
     blas_threads: int = Field(
         default=1,
         ge=1,
@@ -319,7 +351,9 @@ class EdgeSettings(BaseSettings):
     profile: Literal["dev", "prod"] = Field(
         default="dev", description="prod refuses to start without a keys file."
     )
-    keys_file: Path | None = Field(default=None, description="TOML: see edge/tenants.py.")
+    keys_file: Path | None = Field(
+        default=None, description="TOML of tenants and their API keys (docs/tenancy.md)."
+    )
     log_prompts: bool = Field(
         default=False, description="Log prompts (redacted). Off: prompts and answers never logged."
     )
@@ -329,42 +363,20 @@ class EdgeSettings(BaseSettings):
     core: UpstreamSettings = Field(default_factory=UpstreamSettings)
     local: LocalSettings = Field(default_factory=LocalSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    redis: RedisSettings = Field(default_factory=RedisSettings)
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Nested names (CACHE__TTL_S) win over flat ones (CACHE_TTL_S) when both are set.
-        return (
-            init_settings,
-            env_settings,
-            _FlatEnv(settings_cls),
-            dotenv_settings,
-            file_secret_settings,
-        )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _nest_flat_names(cls, data: Any) -> Any:
-        """Flat names (keyword arguments, the flat environment) into their sections."""
-        if not isinstance(data, dict):
-            return data
-        out = dict(data)
-        for flat, (section, name) in legacy_names().items():
-            if flat in out:
-                value = out.pop(flat)
-                current = out.get(section)
-                nested = dict(current) if isinstance(current, dict) else {}
-                if isinstance(current, BaseModel):
-                    nested = current.model_dump()
-                nested.setdefault(name, value)
-                out[section] = nested
-        return out
+    legacy: ClassVar[dict[str, Legacy]] = {
+        "cache": Legacy(prefix="cache_"),
+        "route": Legacy(prefix="route_", renamed={"saturation_s": "core_saturation_s",
+                                                  "edge_queue_high": "edge_queue_high"}),
+        "core": Legacy(prefix="core_", renamed={"cores": "cores",
+                                                "sse_keepalive_s": "sse_keepalive_s"}),
+        "local": Legacy(prefix="edge_", new=frozenset({"provider"})),
+        "limits": Legacy(prefix=""),
+        "embed": Legacy(prefix="embed_"),
+        "redis": Legacy(prefix="redis_", new=frozenset({"backoff_s"})),
+    }  # fmt: skip
 
     def resolved_edge_model_dir(self) -> Path:
         return self.local.model_dir or self.models_dir / "smollm2-135m-instruct-onnx-int8"

@@ -189,7 +189,7 @@ def service_env(**values: str) -> dict[str, str]:
     # and a pool's two replicas): a step takes seconds, and a starved engine worker once
     # stalled for a minute. The progress watch is off here (its tests turn it on), so the
     # other tests keep waiting through such stalls as they always did.
-    env["EDGECORE_CORE_ENGINE_PROGRESS_TIMEOUT_S"] = "0"
+    env["EDGECORE_CORE_HEALTH__PROGRESS_TIMEOUT_S"] = "0"
     env.update(values)
     return env
 
@@ -236,7 +236,7 @@ def start_edge(name: str, log_dir: Path, models_dir: Path, **settings: str) -> S
     env = service_env(
         EDGECORE_EDGE_PORT=str(port),
         EDGECORE_EDGE_MODELS_DIR=str(models_dir),
-        EDGECORE_EDGE_CORE_TOKEN=CORE_TOKEN,
+        EDGECORE_EDGE_CORE__TOKEN=CORE_TOKEN,
         **{f"EDGECORE_EDGE_{k.upper()}": v for k, v in settings.items()},
     )
     server = start(
@@ -297,7 +297,7 @@ def edge_url(
     core_url: str, redis_url: str, models_dir: Path, log_dir: Path, keys: Keys
 ) -> Iterator[str]:
     server = start_edge(
-        "edge", log_dir, models_dir, core_url=core_url, redis_url=redis_url,
+        "edge", log_dir, models_dir, core__url=core_url, redis__url=redis_url,
         keys_file=str(keys.file),
     )  # fmt: skip
     yield server.url

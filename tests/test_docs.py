@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from core.settings import CoreSettings
-from edge.settings import EdgeSettings, legacy_names
+from edge.settings import EdgeSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
@@ -53,7 +53,7 @@ def _setting(service: str, name: str) -> object:
     """The default of ``EDGECORE_<SERVICE>_<name>`` (flat or nested name)."""
     key = name.lower()
     if service == "edge":
-        flat = legacy_names()
+        flat = EdgeSettings.legacy_names()
         if key in flat:
             section, field = flat[key]
             return _default_of(EdgeSettings, [section, field])
@@ -80,7 +80,7 @@ def _literal(text: str) -> tuple[bool, object]:
 
 def _rows(section: str) -> list[tuple[list[str], list[str]]]:
     text = (ROOT / "docs/configuration.md").read_text()
-    edge, _, core = text.partition("\nCore (")
+    edge, _, core = text.partition("\n## Core (")
     rows = []
     for line in (edge if section == "edge" else core).splitlines():
         m = ROW.match(line)
@@ -112,25 +112,53 @@ def test_defaults_quoted_in_the_configuration_doc_are_the_settings() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_configuration_doc_is_generated_from_the_settings() -> None:
+    from tools.settings_doc import DOC, render
+
+    assert DOC.read_text() == render(), "run: python -m tools.settings_doc"
+
+
 def test_every_setting_is_in_the_configuration_doc() -> None:
     text = (ROOT / "docs/configuration.md").read_text()
-    edge, _, core = text.partition("\nCore (")
+    edge, _, core = text.partition("\n## Core (")
     named = {"edge": set(re.findall(r"`([A-Z0-9_]+)`", edge)),
              "core": set(re.findall(r"`([A-Z0-9_]+)`", core))}  # fmt: skip
-    flat = {v: k for k, v in legacy_names().items()}
     missing = []
     for service, model in (("edge", EdgeSettings), ("core", CoreSettings)):
         for name, field in model.model_fields.items():
             inner = field.annotation
             if isinstance(inner, type) and issubclass(inner, BaseModel):
                 for sub in inner.model_fields:
-                    nested = f"{name}__{sub}".upper()
-                    alias = flat.get((name, sub), "").upper() if service == "edge" else ""
-                    if not {nested, alias} & named[service]:
-                        missing.append(f"{service} {nested}")
+                    if f"{name}__{sub}".upper() not in named[service]:
+                        missing.append(f"{service} {name}__{sub}".upper())
             elif name.upper() not in named[service]:
                 missing.append(f"{service} {name.upper()}")
     assert not missing, f"settings missing from docs/configuration.md: {missing}"
+
+
+def test_no_doc_or_deployment_uses_a_deprecated_setting_name() -> None:
+    """Old flat names are read for one release only: nothing shipped may rely on them."""
+    old = {
+        prefix + flat.upper()
+        for prefix, model in (("EDGECORE_EDGE_", EdgeSettings), ("EDGECORE_CORE_", CoreSettings))
+        for flat in model.legacy_names()
+    }
+    name = re.compile(r"EDGECORE_(?:EDGE|CORE)_[A-Z0-9_]+")
+    files = [ROOT / "README.md", ROOT / "Makefile", *ROOT.glob("docs/**/*.md"),
+             *ROOT.glob("infra/**/*"), *ROOT.glob("tools/**/*.py"), *ROOT.glob("bench/*.py"),
+             *ROOT.glob("edge/**/*.py"), *ROOT.glob("core/**/*.py"),
+             *ROOT.glob("core/profiles/*.toml"), *ROOT.glob("tests/**/*.py")]  # fmt: skip
+    # These say what the old names were, to explain the rename.
+    allowed = {ROOT / p for p in ("tests/edge/test_settings.py", "docs/configuration.md",
+                                  "tools/settings_doc.py", "edge/settings.py")}  # fmt: skip
+    found = [
+        f"{path.relative_to(ROOT)}: {hit}"
+        for path in files
+        if path.is_file() and path not in allowed
+        for hit in name.findall(path.read_text(errors="ignore"))
+        if hit in old
+    ]
+    assert not found, found
 
 
 def test_code_in_the_docs_imports() -> None:

@@ -56,9 +56,10 @@ def test_stalled_core_fails_over_to_the_next(
     stalled = gateway("core-stalled", core_ports.engine, log_dir)
     cores = [{"url": stalled.url, "priority": 0}, {"url": core_url, "priority": 1}]
     edge = start_edge(
-        "edge-failover", log_dir, models_dir, keys_file=str(keys.file), cores=json.dumps(cores),
-        core_first_byte_timeout_s="2", core_probe_interval_s="600",
-        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        "edge-failover", log_dir, models_dir, keys_file=str(keys.file),
+        core__cores=json.dumps(cores),
+        core__first_byte_timeout_s="2", core__probe_interval_s="600",
+        redis__url=f"redis://127.0.0.1:{free_port()}/0",
     )  # fmt: skip
     try:
         os.kill(stalled.proc.pid, signal.SIGSTOP)  # accepts connections, never answers
@@ -85,8 +86,8 @@ def test_core_killed_mid_stream_ends_with_an_error_event(
 ) -> None:
     doomed = gateway("core-doomed", core_ports.engine, log_dir)
     edge = start_edge(
-        "edge-doomed", log_dir, models_dir, keys_file=str(keys.file), core_url=doomed.url,
-        redis_url=f"redis://127.0.0.1:{free_port()}/0", core_unavailable_policy="503",
+        "edge-doomed", log_dir, models_dir, keys_file=str(keys.file), core__url=doomed.url,
+        redis__url=f"redis://127.0.0.1:{free_port()}/0", core__unavailable_policy="503",
     )  # fmt: skip
     try:
         body = {"model": CORE_MODEL, "stream": True, "max_tokens": 400, "temperature": 0.7,
@@ -120,8 +121,8 @@ def test_redis_killed_and_restarted(
 
     server = redis()
     edge = start_edge(
-        "edge-redis-flaky", log_dir, models_dir, keys_file=str(keys.file), core_url=core_url,
-        redis_url=server.url, retry_after_s="1",
+        "edge-redis-flaky", log_dir, models_dir, keys_file=str(keys.file), core__url=core_url,
+        redis__url=server.url, retry_after_s="1",
     )  # fmt: skip
     try:
         body = {"model": "edge-smollm2-135m", "temperature": 0, "max_tokens": 4,
@@ -182,8 +183,8 @@ def test_engine_killed_is_restarted_and_the_edge_never_hangs(
                  log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
     wait_ready(core, "/readyz", timeout=900)
     edge = start_edge(
-        "edge-restart", log_dir, models_dir, keys_file=str(keys.file), core_url=core.url,
-        redis_url=f"redis://127.0.0.1:{free_port()}/0", core_probe_interval_s="1",
+        "edge-restart", log_dir, models_dir, keys_file=str(keys.file), core__url=core.url,
+        redis__url=f"redis://127.0.0.1:{free_port()}/0", core__probe_interval_s="1",
     )  # fmt: skip
     body = {"model": CORE_MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
 

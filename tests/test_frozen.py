@@ -179,7 +179,7 @@ def test_frozen_engine_moves_requests_to_another_replica_then_503(log_dir: Path)
     port = free_port()
     env = service_env(
         EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(base),
-        EDGECORE_CORE_REPLICAS="2", EDGECORE_CORE_MANAGE_ENGINE="false",
+        EDGECORE_CORE_POOL__REPLICAS="2", EDGECORE_CORE_MANAGE_ENGINE="false",
     )  # fmt: skip
     core = start("core-fake-engines", [sys.executable, "-m", "tools.cli", "core", "serve"],
                  env, log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
@@ -224,8 +224,8 @@ def test_frozen_vllm_engine_gets_503_at_once_and_is_restarted_when_it_stays_froz
     env = service_env(
         EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_ENGINE__PORT=str(engine_port),
         EDGECORE_CORE_ENGINE__MODEL=str(models_dir / "smollm2-135m-instruct-hf"),
-        EDGECORE_CORE_ENGINE_WEDGED_RESTART_S="15",
-        EDGECORE_CORE_ENGINE_PROGRESS_TIMEOUT_S="3",
+        EDGECORE_CORE_HEALTH__WEDGED_RESTART_S="15",
+        EDGECORE_CORE_HEALTH__PROGRESS_TIMEOUT_S="3",
     )  # fmt: skip
     core = start("core-frozen-engine", [sys.executable, "-m", "tools.cli", "core", "serve"],
                  env, log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
@@ -288,8 +288,8 @@ def test_stalled_stream_ends_with_an_error_event_and_the_upstream_is_aborted(
 ) -> None:
     stalling = fake("stalling-core", "fake-core-stalling", log_dir)
     edge = start_edge(
-        "edge-stalling", log_dir, models_dir, keys_file=str(keys.file), core_url=stalling.url,
-        redis_url=f"redis://127.0.0.1:{free_port()}/0", core_idle_timeout_s="2",
+        "edge-stalling", log_dir, models_dir, keys_file=str(keys.file), core__url=stalling.url,
+        redis__url=f"redis://127.0.0.1:{free_port()}/0", core__idle_timeout_s="2",
     )  # fmt: skip
     try:
         body = {**HI, "stream": True}
@@ -322,8 +322,8 @@ def test_frozen_core_is_skipped_within_seconds_and_used_again_when_it_thaws(
 ) -> None:
     frozen = gateway("core-frozen", core_ports.engine, log_dir)
     edge = start_edge(
-        "edge-frozen", log_dir, models_dir, keys_file=str(keys.file), core_url=frozen.url,
-        redis_url=f"redis://127.0.0.1:{free_port()}/0", core_unavailable_policy="503",
+        "edge-frozen", log_dir, models_dir, keys_file=str(keys.file), core__url=frozen.url,
+        redis__url=f"redis://127.0.0.1:{free_port()}/0", core__unavailable_policy="503",
     )  # fmt: skip
 
     def ask() -> httpx.Response:

@@ -108,7 +108,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             port=core_port,
             manage_engine=False,
             engine=EngineConfig(port=engine_port, served_model_name=MODEL),
-            metrics_interval_s=0.2,
+            pool__metrics_interval_s=0.2,
         )
     )
     empty: Path = tmp_path_factory.mktemp("no-models")
@@ -116,10 +116,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         EdgeSettings(
             port=edge_port,
             models_dir=empty,
-            core_url=f"http://127.0.0.1:{core_port}",
-            core_probe_interval_s=0.2,
-            redis_url=f"redis://127.0.0.1:{free_port()}/0",  # nothing there: no cache
-            cache_enabled=False,
+            core__url=f"http://127.0.0.1:{core_port}",
+            core__probe_interval_s=0.2,
+            redis__url=f"redis://127.0.0.1:{free_port()}/0",  # nothing there: no cache
+            cache__enabled=False,
             core_model=MODEL,
         )
     )

@@ -127,13 +127,13 @@ def _children(
         EDGECORE_CORE_ENGINE__PORT=str(ports.engine),
         EDGECORE_EDGE_HOST=ports.host,
         EDGECORE_EDGE_PORT=str(ports.edge),
-        EDGECORE_EDGE_CORE_URL=f"http://{ports.host}:{ports.core}",
-        EDGECORE_EDGE_REDIS_URL=f"redis://{ports.host}:{ports.redis}/0",
+        EDGECORE_EDGE_CORE__URL=f"http://{ports.host}:{ports.core}",
+        EDGECORE_EDGE_REDIS__URL=f"redis://{ports.host}:{ports.redis}/0",
         EDGECORE_EDGE_KEYS_FILE=str(keys_file),
     )
     # The core admits only edges with its token: generated here, handed to both.
     token = env.get("EDGECORE_CORE_AUTH_TOKEN") or core_token(home)
-    env.update(EDGECORE_CORE_AUTH_TOKEN=token, EDGECORE_EDGE_CORE_TOKEN=token)
+    env.update(EDGECORE_CORE_AUTH_TOKEN=token, EDGECORE_EDGE_CORE__TOKEN=token)
     me = [sys.executable, "-m", "tools.cli"]
     # Persistent: a Redis restarted after a crash comes back with the cache and its index.
     redis = redis_command(port=ports.redis, data_dir=redis_dir, bind=ports.host, persist=True)

@@ -210,7 +210,7 @@ def _without_verifier(settings: EdgeSettings) -> str:
         )
     return (
         f"cache hits need cosine >= {settings.cache.min_similarity:.2f} alone "
-        "(CACHE_MIN_SIMILARITY): opposite questions embed that close, some will be served"
+        "(CACHE__MIN_SIMILARITY): opposite questions embed that close, some will be served"
     )
 
 

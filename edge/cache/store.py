@@ -82,7 +82,7 @@ class SemanticCache:
         ttl_s: int,
         top_k: int = 1,
         floor: float = MatchPolicy.floor,  # below it no vector is unpacked: never a candidate
-        retry_after_s: float = 5.0,
+        backoff_s: float = 5.0,
     ) -> None:
         self.redis = redis
         self.index = index
@@ -93,7 +93,7 @@ class SemanticCache:
         self.floor = floor
         self._observe = redis.register_script(_OBSERVE)
         self._exact = redis.register_script(_EXACT)
-        self.retry_after_s = retry_after_s
+        self.backoff_s = backoff_s  # how long a failed Redis is bypassed
         self._index_ready = False
         self._down_until = 0.0
 
@@ -102,8 +102,8 @@ class SemanticCache:
         return time.monotonic() >= self._down_until
 
     def _failed(self, exc: Exception) -> CacheUnavailable:
-        log.warning("Redis unavailable, bypassing the cache for %.0fs: %s", self.retry_after_s, exc)
-        self._down_until = time.monotonic() + self.retry_after_s
+        log.warning("Redis unavailable, bypassing the cache for %.0fs: %s", self.backoff_s, exc)
+        self._down_until = time.monotonic() + self.backoff_s
         self._index_ready = False
         return CacheUnavailable(str(exc))
 

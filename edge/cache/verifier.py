@@ -7,7 +7,7 @@ lexical checks (``edge/cache/pair_checks.py``): question word, negation, numbers
 names and content-word overlap. It is trained offline (``tools/prepare/verifier_train.py``)
 and scored here with numpy: a few small matrix products, well under a millisecond.
 
-With the cross-encoder on (``edge/cache/cross_encoder.py``, ``CACHE_CROSS_ENCODER``),
+With the cross-encoder on (``edge/cache/cross_encoder.py``, ``CACHE__CROSS_ENCODER``),
 candidates the MLP does not already rule out (score >= ``gate``) are also read by it, and a
 logistic "stack" over the two logits gives the final score. The MLP is cheap and sees the
 lexical checks; the cross-encoder reads the two questions together; the stack weighs them on

@@ -1,6 +1,6 @@
 """``POST /v1/embeddings``: the edge's own embedder (the cache's MiniLM), or the core's.
 
-The edge model answers under ``settings.embed_model``: the same ONNX session the cache
+The edge model answers under ``settings.embed.model``: the same ONNX session the cache
 uses, off the event loop and batched with the cache's own lookups. Names listed in
 ``core_embed_models`` are forwarded to the core as they are. Anything else is a 404.
 """
@@ -51,8 +51,8 @@ async def embeddings(request: Request) -> Response:
 
 async def _from_edge(svc: EdgeServices, req: EmbeddingRequest, data: dict[str, Any]) -> Any:
     s = svc.settings
-    if req.model != s.embed_model:
-        known = ", ".join([s.embed_model, *s.core.embed_models])
+    if req.model != s.embed.model:
+        known = ", ".join([s.embed.model, *s.core.embed_models])
         raise ApiError(
             404,
             f"The embedding model '{req.model}' does not exist. Available: {known}.",

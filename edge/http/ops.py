@@ -18,7 +18,7 @@ async def models(request: Request) -> Response:
     s = svc.settings
     owned = {s.auto_model: "edgecore", s.edge_model: "edgecore-edge", s.core_model: "edgecore-core"}
     if svc.embedder is not None:
-        owned[s.embed_model] = "edgecore-edge"
+        owned[s.embed.model] = "edgecore-edge"
     owned.update({name: "edgecore-core" for name in s.core.embed_models})
     data = [
         {"id": name, "object": "model", "created": 0, "owned_by": by}

@@ -122,7 +122,7 @@ def discovery_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Mon
     # What the chart sets (infra/helm/edgecore/templates/core.yaml).
     monkeypatch.setenv("EDGECORE_CORE_HOME", str(tmp_path))
     monkeypatch.setenv("EDGECORE_CORE_MANAGE_ENGINE", "false")
-    monkeypatch.setenv("EDGECORE_CORE_ENGINE_DISCOVERY", "edgecore-engine-pods")
+    monkeypatch.setenv("EDGECORE_CORE_DISCOVERY__DNS_NAME", "edgecore-engine-pods")
     monkeypatch.setenv("EDGECORE_CORE_ENGINE__PORT", "9")  # discard: connections fail fast
     monkeypatch.setenv("EDGECORE_CORE_ENGINE__MAX_NUM_SEQS", "16")
     monkeypatch.setenv("EDGECORE_CORE_ENGINE_API_KEY", "engine-secret")
@@ -163,8 +163,8 @@ def test_the_pool_gets_one_replica_per_pod_capped_at_max_num_seqs(
 
 
 def test_discovery_needs_a_single_template(discovery_env: pytest.MonkeyPatch) -> None:
-    discovery_env.setenv("EDGECORE_CORE_REPLICAS", "2")
-    with pytest.raises(PoolConfigError, match="engine_discovery"):
+    discovery_env.setenv("EDGECORE_CORE_POOL__REPLICAS", "2")
+    with pytest.raises(PoolConfigError, match=r"discovery\.dns_name"):
         template_from(load_pool(CoreSettings()))
 
 

@@ -81,10 +81,10 @@ def pool(
     )
     port = free_port()
     env = service_env(
-        EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_POOL_FILE=str(pool_file),
+        EDGECORE_CORE_PORT=str(port), EDGECORE_CORE_POOL__FILE=str(pool_file),
         EDGECORE_CORE_ENGINE__PORT=str(engine_ports()), EDGECORE_CORE_AUTH_TOKEN=TOKEN,
-        EDGECORE_CORE_ADMIN_KEY=ADMIN, EDGECORE_CORE_QUEUE_INTERACTIVE="2",
-        EDGECORE_CORE_QUEUE_BATCH="1", EDGECORE_CORE_METRICS_INTERVAL_S="0.5",
+        EDGECORE_CORE_ADMIN_KEY=ADMIN, EDGECORE_CORE_ADMISSION__QUEUE_INTERACTIVE="2",
+        EDGECORE_CORE_ADMISSION__QUEUE_BATCH="1", EDGECORE_CORE_POOL__METRICS_INTERVAL_S="0.5",
         EDGECORE_CORE_RETRY_AFTER_S="3",
     )  # fmt: skip
     server = start("core-pool", [sys.executable, "-m", "tools.cli", "core", "serve"], env,
@@ -353,7 +353,7 @@ def test_pool_metrics_and_bad_config(pool: PoolCore, tmp_path: Path) -> None:
     # A bad pool never starts anything: a clear error naming the field, exit status 2.
     bad = tmp_path / "pool.toml"
     bad.write_text("[engine]\ntensor_parallel_size = 0\n")
-    env = service_env(EDGECORE_CORE_POOL_FILE=str(bad), EDGECORE_CORE_PORT=str(free_port()))
+    env = service_env(EDGECORE_CORE_POOL__FILE=str(bad), EDGECORE_CORE_PORT=str(free_port()))
     out = subprocess.run([sys.executable, "-m", "tools.cli", "core", "serve"], env=env,
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2

@@ -258,8 +258,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 
 def test_replicas_from_env_get_their_own_ports_and_cores(clean_env: pytest.MonkeyPatch) -> None:
-    clean_env.setenv("EDGECORE_CORE_REPLICAS", "2")
-    clean_env.setenv("EDGECORE_CORE_POOL_PROFILE", "cpu-dev")
+    clean_env.setenv("EDGECORE_CORE_POOL__REPLICAS", "2")
+    clean_env.setenv("EDGECORE_CORE_POOL__PROFILE", "cpu-dev")
     clean_env.setenv("EDGECORE_CORE_ENGINE__PORT", "9000")
     clean_env.setenv("EDGECORE_CORE_ENGINE__CPU_THREADS_BIND", "split")
     clean_env.setenv("EDGECORE_CORE_ENGINE__MAX_NUM_SEQS", "8")
@@ -287,7 +287,7 @@ def test_pool_file_with_gpu_replicas(clean_env: pytest.MonkeyPatch, tmp_path: Pa
         '[[replicas]]\nname = "left"\n'
         '[[replicas]]\nname = "right"\nmax_in_flight = 16\n'
     )
-    clean_env.setenv("EDGECORE_CORE_POOL_FILE", str(path))
+    clean_env.setenv("EDGECORE_CORE_POOL__FILE", str(path))
     left, right = load_pool(CoreSettings())
     assert (left.engine.visible_devices, right.engine.visible_devices) == ("0,1,2,3", "4,5,6,7")
     assert left.engine.tensor_parallel_size == 4 and left.max_in_flight == 128
@@ -311,7 +311,7 @@ def test_pool_file_with_gpu_replicas(clean_env: pytest.MonkeyPatch, tmp_path: Pa
             "[[replicas]]\nengine = { port = 9 }\n",
             "replicas.engine.port",
         ),
-        ('profile = "nope"\n', "pool_profile"),
+        ('profile = "nope"\n', "pool.profile"),
         ('[engine.speculative]\nmethod = "eagle3"\n', "draft model"),
         ("replica = 2\n", "replica"),
         ("[engine\n", "invalid TOML"),
@@ -322,7 +322,7 @@ def test_bad_pool_config_names_the_field(
 ) -> None:
     path = tmp_path / "pool.toml"
     path.write_text(toml)
-    clean_env.setenv("EDGECORE_CORE_POOL_FILE", str(path))
+    clean_env.setenv("EDGECORE_CORE_POOL__FILE", str(path))
     with pytest.raises(PoolConfigError, match=field.replace("[", r"\[").replace("]", r"\]")):
         load_pool(CoreSettings())
 

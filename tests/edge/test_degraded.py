@@ -55,9 +55,9 @@ def orphan_edge(models_dir: Path, log_dir: Path, dead_redis: DeadRedis) -> Itera
         "edge-orphan",
         log_dir,
         models_dir,
-        core_url=f"http://127.0.0.1:{free_port()}",
-        redis_url=f"redis://127.0.0.1:{dead_redis.port}/0",
-        route_policy="core",  # everything tries the core first, so every request degrades
+        core__url=f"http://127.0.0.1:{free_port()}",
+        redis__url=f"redis://127.0.0.1:{dead_redis.port}/0",
+        route__policy="core",  # everything tries the core first, so every request degrades
     )
     yield server.url
     server.stop()
@@ -70,10 +70,10 @@ def strict_edge(models_dir: Path, log_dir: Path, redis_url: str) -> Iterator[str
         "edge-strict",
         log_dir,
         models_dir,
-        redis_url=redis_url,
-        core_url=f"http://127.0.0.1:{free_port()}",
-        core_unavailable_policy="503",
-        route_policy="core",
+        redis__url=redis_url,
+        core__url=f"http://127.0.0.1:{free_port()}",
+        core__unavailable_policy="503",
+        route__policy="core",
     )
     yield server.url
     server.stop()
@@ -154,8 +154,8 @@ def test_core_429_sends_borderline_prompts_to_the_edge(
     # Fixed mode with a very low threshold: every scored prompt leans core, and a wide band
     # makes each one borderline.
     edge = start_edge(
-        "edge-saturated", log_dir, models_dir, core_url=saturated_core, redis_url=redis_url,
-        route_mode="fixed", route_threshold="0.001", route_band="10",
+        "edge-saturated", log_dir, models_dir, core__url=saturated_core, redis__url=redis_url,
+        route__mode="fixed", route__threshold="0.001", route__band="10",
     )  # fmt: skip
     try:
         first = chat(edge.url, "Tell me about lighthouses.", temperature=0.7)

@@ -24,9 +24,9 @@ EXAMPLES = 40  # per operation
 @pytest.fixture(scope="module")
 def fuzz_edge(models_dir: Path, log_dir: Path, redis_url: str, keys: Keys) -> Iterator[str]:
     server = start_edge(
-        "edge-fuzz", log_dir, models_dir, redis_url=redis_url, keys_file=str(keys.file),
-        core_url=f"http://127.0.0.1:{free_port()}", route_policy="edge",
-        edge_max_new_tokens="4", core_unavailable_policy="503",
+        "edge-fuzz", log_dir, models_dir, redis__url=redis_url, keys_file=str(keys.file),
+        core__url=f"http://127.0.0.1:{free_port()}", route__policy="edge",
+        local__max_new_tokens="4", core__unavailable_policy="503",
     )  # fmt: skip
     yield server.url
     server.stop()

@@ -22,8 +22,8 @@ def test_lifespan_limits_blas_threads_and_restores_them(models_dir: Path) -> Non
     before = blas_threads()
     settings = EdgeSettings(
         models_dir=models_dir,
-        core_url=f"http://127.0.0.1:{free_port()}",
-        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        core__url=f"http://127.0.0.1:{free_port()}",
+        redis__url=f"redis://127.0.0.1:{free_port()}/0",
         blas_threads=1,
     )
     with TestClient(create_app(settings)) as client:

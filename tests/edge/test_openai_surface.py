@@ -152,8 +152,8 @@ def test_embedding_models_the_core_serves_are_forwarded(
     )  # fmt: skip
     wait_ready(core, "/readyz", timeout=30)
     edge = start_edge(
-        "edge-core-embeddings", log_dir, models_dir, core_url=core.url, redis_url=redis_url,
-        keys_file=str(keys.file), core_embed_models='["bge-large"]',
+        "edge-core-embeddings", log_dir, models_dir, core__url=core.url, redis__url=redis_url,
+        keys_file=str(keys.file), core__embed_models='["bge-large"]',
     )  # fmt: skip
     try:
         oai = OpenAI(base_url=edge.url + "/v1", api_key=keys.alpha, max_retries=0, timeout=60)

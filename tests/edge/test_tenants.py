@@ -39,8 +39,8 @@ def test_revoking_a_key_takes_effect_without_restart(
 ) -> None:
     path = tmp_path / "keys.toml"
     key = add_key(path, "temp")
-    edge = start_edge("edge-revoke", log_dir, models_dir, redis_url=redis_url,
-                      keys_file=str(path), core_url="http://127.0.0.1:9")  # fmt: skip
+    edge = start_edge("edge-revoke", log_dir, models_dir, redis__url=redis_url,
+                      keys_file=str(path), core__url="http://127.0.0.1:9")  # fmt: skip
     auth = {"authorization": f"Bearer {key}"}
     try:
         assert httpx.get(edge.url + "/v1/models", headers=auth).is_success
@@ -90,7 +90,7 @@ def test_models_are_limited_per_tenant(edge_url: str, keys: Keys) -> None:
 def second_edge(
     core_url: str, redis_url: str, models_dir: Path, log_dir: Path, keys: Keys
 ) -> Iterator[str]:
-    server = start_edge("edge-2", log_dir, models_dir, core_url=core_url, redis_url=redis_url,
+    server = start_edge("edge-2", log_dir, models_dir, core__url=core_url, redis__url=redis_url,
                         keys_file=str(keys.file))  # fmt: skip
     yield server.url
     server.stop()

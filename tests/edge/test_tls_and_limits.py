@@ -61,8 +61,8 @@ def tls_edge(
     certfile, keyfile = self_signed(tmp_path_factory.mktemp("tls"))
     server = start_edge(
         "edge-tls", log_dir, models_dir, tls_certfile=str(certfile), tls_keyfile=str(keyfile),
-        core_url=f"http://127.0.0.1:{free_port()}", redis_url=f"redis://127.0.0.1:{free_port()}/0",
-        body_timeout_s="1",
+        core__url=f"http://127.0.0.1:{free_port()}", redis__url=f"redis://127.0.0.1:{free_port()}/0",
+        limits__body_timeout_s="1",
     )  # fmt: skip
     yield server.url.replace("127.0.0.1", "localhost"), certfile
     server.stop()
@@ -180,9 +180,9 @@ def test_edge_reaches_an_mtls_core_over_http2(
     wait_ready(core, "/readyz", timeout=60, verify=as_edge)
     edge = start_edge(
         "edge-to-mtls-core", log_dir, models_dir, keys_file=str(keys.file),
-        core_url=f"https://localhost:{port}", core_ca_file=str(certfile),
-        core_client_certfile=str(edge_cert), core_client_keyfile=str(edge_key),
-        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        core__url=f"https://localhost:{port}", core__ca_file=str(certfile),
+        core__client_certfile=str(edge_cert), core__client_keyfile=str(edge_key),
+        redis__url=f"redis://127.0.0.1:{free_port()}/0",
     )  # fmt: skip
     try:
         body = {"model": "smollm2-135m-instruct", "max_tokens": 4,

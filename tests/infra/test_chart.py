@@ -13,7 +13,7 @@ import yaml
 
 from core.profiles import load_profile, profile_names
 from core.settings import CoreSettings, EngineConfig
-from edge.settings import EdgeSettings, legacy_names
+from edge.settings import EdgeSettings
 from tests.infra.support import (
     CHART,
     CRDS,
@@ -195,8 +195,8 @@ def test_edges_ask_for_the_model_their_cores_serve() -> None:
                 served[f"core.{values['region']}."] = name
     for path in VALUES:
         settings = yaml.safe_load(path.read_text())["edge"]["settings"]
-        assert settings["cores"], path.name
-        for core in settings["cores"]:
+        assert settings["core"]["cores"], path.name
+        for core in settings["core"]["cores"]:
             owners = [model for key, model in served.items() if key in core["url"]]
             assert owners == [settings["core_model"]], (path.name, core["url"])
 
@@ -209,8 +209,6 @@ ENV_NAME = re.compile(r"EDGECORE_(EDGE|CORE)_([A-Z0-9]+(?:__?[A-Z0-9]+)*)")
 
 def _valid_setting(service: str, rest: str) -> bool:
     model: Any = EdgeSettings if service == "EDGE" else CoreSettings
-    if service == "EDGE" and rest.lower() in legacy_names():  # a flat name of a section field
-        return True
     for part in rest.lower().split("__"):
         if model is None:  # nested past a field that is not a settings model
             return False
@@ -228,7 +226,7 @@ def test_env_names_in_manifests_and_docs_are_real_settings() -> None:
         names |= {m.group(0) for m in ENV_NAME.finditer(json.dumps(doc))}
     for doc_path in [*INFRA.rglob("*.md"), *INFRA.rglob("*.Dockerfile"), *VALUES]:
         names |= {m.group(0) for m in ENV_NAME.finditer(doc_path.read_text())}
-    assert "EDGECORE_EDGE_CORES" in names and "EDGECORE_CORE_ENGINE__HOST" in names
+    assert "EDGECORE_EDGE_CORE__CORES" in names and "EDGECORE_CORE_ENGINE__HOST" in names
     bad = sorted(n for n in names if not _valid_setting(*ENV_NAME.fullmatch(n).groups()))  # type: ignore[union-attr]
     assert not bad, f"not settings fields: {bad}"
 
@@ -236,10 +234,14 @@ def test_env_names_in_manifests_and_docs_are_real_settings() -> None:
 def test_values_settings_keys_are_fields() -> None:
     for path in [CHART / "values.yaml", *VALUES]:
         values = yaml.safe_load(path.read_text())
-        for key in values.get("edge", {}).get("settings", {}) or {}:
-            assert key in EdgeSettings.model_fields or key in legacy_names(), (path.name, key)
-        for key in values.get("core", {}).get("settings", {}) or {}:
-            assert key in CoreSettings.model_fields, (path.name, key)
+        for service, model in (("edge", EdgeSettings), ("core", CoreSettings)):
+            for key, value in (values.get(service, {}).get("settings", {}) or {}).items():
+                assert key in model.model_fields, (path.name, key)
+                if key in model.sections():  # a section: a map of its own fields
+                    inner = model.model_fields[key].annotation
+                    assert isinstance(value, dict) and set(value) <= set(inner.model_fields), (
+                        path.name, key, value,
+                    )  # fmt: skip
 
 
 # --- wiring: services, policies, monitors ------------------------------------------------

@@ -45,7 +45,7 @@ def test_core_discovers_engine_pods_through_a_headless_service(
     values = yaml.safe_load((INFRA / "helm/values" / f"{case}.yaml").read_text())
     release = release_for(INFRA / "helm/values" / f"{case}.yaml")
     data = _config_map(case, f"{release}-core-settings")
-    name = data["EDGECORE_CORE_ENGINE_DISCOVERY"]
+    name = data["EDGECORE_CORE_DISCOVERY__DNS_NAME"]
     (svc,) = [s for s in objects("Service", case) if s["metadata"]["name"] == name]
     assert svc["spec"]["clusterIP"] == "None" and not svc["spec"].get("publishNotReadyAddresses")
     (port,) = svc["spec"]["ports"]
@@ -75,7 +75,7 @@ def test_core_discovers_engine_pods_through_a_headless_service(
     monkeypatch.setenv("EDGECORE_CORE_ADMIN_KEY", "a")
     monkeypatch.setenv("EDGECORE_CORE_ENGINE_API_KEY", "k")
     settings = CoreSettings()
-    assert settings.engine_discovery == name and settings.profile == "prod"
+    assert settings.discovery.dns_name == name and settings.profile == "prod"
     template = template_from(load_pool(settings))
     assert template.max_in_flight == seqs and not template.manage
     assert template.api_key is not None
@@ -85,7 +85,7 @@ def test_discovery_off_leaves_the_service_address() -> None:
     eu = yaml.safe_load((INFRA / "helm/values/eu-west-1.yaml").read_text())
     docs = render(_merge(eu, {"core": {"engineDiscovery": {"enabled": False}}}))
     (cm,) = [d for d in docs if d["metadata"]["name"] == "edgecore-core-settings"]
-    assert "EDGECORE_CORE_ENGINE_DISCOVERY" not in cm["data"]
+    assert "EDGECORE_CORE_DISCOVERY__DNS_NAME" not in cm["data"]
     assert cm["data"]["EDGECORE_CORE_ENGINE__HOST"] == "edgecore-engine"
 
 
@@ -109,7 +109,7 @@ def test_core_edge_and_engine_keys_come_from_secrets(case: str) -> None:
         "edge",
     )
     # Edges send the token the core requires.
-    assert _secret_refs(edge)["EDGECORE_EDGE_CORE_TOKEN"] == core_refs["EDGECORE_CORE_AUTH_TOKEN"]
+    assert _secret_refs(edge)["EDGECORE_EDGE_CORE__TOKEN"] == core_refs["EDGECORE_CORE_AUTH_TOKEN"]
     # vLLM requires the key the core sends (VLLM_API_KEY is vLLM's --api-key).
     for pod in _engine_api_pods(case):
         (vllm,) = [c for c in pod["spec"]["containers"] if c["name"] == "vllm"]
@@ -154,7 +154,7 @@ def test_mtls_is_off_by_default_and_wired_when_on() -> None:
     core_env = _config_map(case, "edgecore-core-settings")
     edge_env = _config_map(case, "edgecore-edge-settings")
     assert core_env["EDGECORE_CORE_TLS_CLIENT_CA"] == "/etc/edgecore/tls/ca.crt"
-    assert edge_env["EDGECORE_EDGE_CORE_CLIENT_CERTFILE"].startswith("/etc/edgecore/core-client/")
+    assert edge_env["EDGECORE_EDGE_CORE__CLIENT_CERTFILE"].startswith("/etc/edgecore/core-client/")
     deployments = {d["metadata"]["name"]: d for d in objects("Deployment", case)}
     volumes = {
         name: {v["name"]: v.get("secret", {}).get("secretName")

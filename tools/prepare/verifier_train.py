@@ -5,7 +5,7 @@
 When ``MODELS_DIR/cache-cross-encoder`` exists, the MLP is also stacked with it: a logistic
 regression over the two logits, fitted on the calibration pairs the MLP does not rule out.
 Both the MLP's and the stack's calibrations are saved; the edge serves the one its
-``CACHE_CROSS_ENCODER`` setting picks.
+``CACHE__CROSS_ENCODER`` setting picks.
 
 Training pairs are QQP's train split, STS-B's clear cases and the generated hard pairs of
 ``hard_pairs`` (rewritten from QQP train questions only).

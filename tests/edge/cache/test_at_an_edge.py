@@ -24,10 +24,10 @@ MODEL = "edge-smollm2-135m"
 @pytest.fixture(scope="module")
 def edge(models_dir: Path, log_dir: Path, redis_url: str, keys: Keys) -> Iterator[str]:
     server = start_edge(
-        "edge-match", log_dir, models_dir, redis_url=redis_url, keys_file=str(keys.file),
-        core_url=f"http://127.0.0.1:{free_port()}",
-        cache_index=f"edgecore:test-match:{uuid.uuid4().hex[:6]}",
-        admin_keys=json.dumps([hash_key(keys.admin)]), cache_explore_rate="0",
+        "edge-match", log_dir, models_dir, redis__url=redis_url, keys_file=str(keys.file),
+        core__url=f"http://127.0.0.1:{free_port()}",
+        cache__index=f"edgecore:test-match:{uuid.uuid4().hex[:6]}",
+        admin_keys=json.dumps([hash_key(keys.admin)]), cache__explore_rate="0",
     )  # fmt: skip
     yield server.url
     server.stop()

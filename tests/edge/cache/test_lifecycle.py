@@ -22,9 +22,9 @@ TTL_S = 5
 @pytest.fixture(scope="module")
 def edge(models_dir: Path, log_dir: Path, redis_url: str, keys: Keys) -> Iterator[str]:
     server = start_edge(
-        "edge-cache", log_dir, models_dir, redis_url=redis_url, keys_file=str(keys.file),
-        core_url=f"http://127.0.0.1:{free_port()}", cache_ttl_s=str(TTL_S),
-        cache_index=f"edgecore:test-lifecycle:{uuid.uuid4().hex[:6]}",
+        "edge-cache", log_dir, models_dir, redis__url=redis_url, keys_file=str(keys.file),
+        core__url=f"http://127.0.0.1:{free_port()}", cache__ttl_s=str(TTL_S),
+        cache__index=f"edgecore:test-lifecycle:{uuid.uuid4().hex[:6]}",
         admin_keys=json.dumps([hash_key(keys.admin)]),
     )  # fmt: skip
     yield server.url

@@ -42,10 +42,17 @@ them), whole numbers without Helm's float formatting (1e+06), the rest as text.
 {{- end -}}
 {{- end }}
 
-{{/* ConfigMap data from a settings map: {prefix, settings}; keys are settings field names. */}}
+{{/* ConfigMap data from a settings map: {prefix, settings}; keys are settings field names,
+a map is a section (its fields become SECTION__FIELD, the services' nested names). */}}
 {{- define "edgecore.settingsData" -}}
 {{- range $key, $value := .settings }}
-{{- if not (kindIs "invalid" $value) }}
+{{- if kindIs "map" $value }}
+{{- range $field, $inner := $value }}
+{{- if not (kindIs "invalid" $inner) }}
+{{ printf "%s%s__%s" $.prefix (upper $key) (upper $field) }}: {{ include "edgecore.envValue" $inner | quote }}
+{{- end }}
+{{- end }}
+{{- else if not (kindIs "invalid" $value) }}
 {{ printf "%s%s" $.prefix (upper $key) }}: {{ include "edgecore.envValue" $value | quote }}
 {{- end }}
 {{- end }}
