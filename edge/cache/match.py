@@ -34,6 +34,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ from edge.cache.contrast import contrast_by
 from edge.cache.rewording import reworded
 from edge.cache.verifier import ARTIFACT, Verifier, pair_features
 from edge.metrics import EdgeMetrics
-from edge.settings import EdgeSettings
+from edge.settings import CacheSettings, EdgeSettings
 
 log = logging.getLogger("edgecore.edge.cache")
 
@@ -55,18 +56,35 @@ class Candidate:
     observations: tuple[tuple[float, bool], ...] = ()
 
 
+def _default(name: str) -> Any:
+    """The cache setting's default: one place for it (edge.settings.CacheSettings)."""
+    return CacheSettings.model_fields[name].default
+
+
 @dataclass(frozen=True)
 class MatchPolicy:
-    # Defaults as EdgeSettings': a neighbour closer than the floor, certified at delta.
-    floor: float = 0.85
-    delta: float = 0.1
-    prior_strength: float = 20.0
-    explore_rate: float = 0.05
+    """The decision's knobs: a neighbour closer than the floor, certified at delta."""
+
+    floor: float = _default("candidate_floor")
+    delta: float = _default("false_hit_budget")
+    prior_strength: float = _default("prior_strength")
+    explore_rate: float = _default("explore_rate")
     # Without a verifier: None serves exact repeats only; a number serves neighbours at
     # least this close by cosine alone (opposites embed at 0.95-0.99: an operator's risk).
-    min_similarity: float | None = None
+    min_similarity: float | None = _default("min_similarity")
     contrast: bool = True  # veto opposite-meaning candidates (off only to measure it)
-    band: bool = True  # cross-encoder only where it can change the decision (off: to measure)
+    band: bool = _default("cross_encoder_band")  # cross-encoder only where it can change it
+
+    @classmethod
+    def of(cls, cache: CacheSettings) -> MatchPolicy:
+        return cls(
+            floor=cache.candidate_floor,
+            delta=cache.false_hit_budget,
+            prior_strength=cache.prior_strength,
+            explore_rate=cache.explore_rate,
+            min_similarity=cache.min_similarity,
+            band=cache.cross_encoder_band,
+        )
 
 
 @dataclass(frozen=True)
@@ -243,15 +261,7 @@ def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> 
         log.warning(
             "no cache verifier in %s: %s", settings.verifier_dir(), _without_verifier(settings)
         )
-    policy = MatchPolicy(
-        floor=settings.cache.candidate_floor,
-        delta=settings.cache.false_hit_budget,
-        prior_strength=settings.cache.prior_strength,
-        explore_rate=settings.cache.explore_rate,
-        min_similarity=settings.cache.min_similarity,
-        band=settings.cache.cross_encoder_band,
-    )
-    matcher = Matcher(verifier, policy)
+    matcher = Matcher(verifier, MatchPolicy.of(settings.cache))
     if metrics is not None:
         metrics.cache_semantic_enabled.set(int(matcher.semantic and settings.cache.enabled))
     return matcher

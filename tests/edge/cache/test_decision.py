@@ -443,3 +443,12 @@ def test_the_cross_encoder_reads_only_pairs_whose_decision_it_can_change(
         served = verifier.calibration.precision_at(score) >= 0.9
         assert match.serve == served, (cached, asked, match, score)
     assert band < reference, (band, reference)
+
+
+def test_the_match_policy_defaults_are_the_cache_settings() -> None:
+    from edge.settings import CacheSettings
+
+    assert MatchPolicy() == MatchPolicy.of(CacheSettings())  # one place for the defaults
+    changed = CacheSettings(candidate_floor=0.7, false_hit_budget=0.02, cross_encoder_band=False)
+    policy = MatchPolicy.of(changed)
+    assert (policy.floor, policy.delta, policy.band) == (0.7, 0.02, False)
