@@ -35,7 +35,17 @@ import httpx
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bench.common import Results, edge_server, free_port, load, progress, redis_server, run_bench
+from bench.common import (
+    Results,
+    baseline,
+    commit_of,
+    edge_server,
+    free_port,
+    load,
+    progress,
+    redis_server,
+    run_bench,
+)
 from edge.cache.keys import conversation_text
 from edge.cache.match import load_matcher
 from edge.cache.store import CachedAnswer, SemanticCache
@@ -153,10 +163,16 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
 
 
 async def over_http(
-    url: str, key: str, entries: list[str], requests: int, *, variant: str = ""
+    url: str,
+    key: str,
+    entries: list[str],
+    requests: int,
+    *,
+    variant: str = "",
+    every_path: bool = True,
 ) -> dict[str, Any]:
-    """Hits over HTTP; ``variant``: an edge sharing the first one's index (already seeded),
-    timed on verified rewordings only."""
+    """Hits over HTTP; with ``variant``: an edge sharing the first one's index (already
+    seeded), timed on verified rewordings only unless ``every_path``."""
     headers = {"authorization": f"Bearer {key}"}
     # One client (one connection) per simulated user: httpcore's shared pool scans every
     # connection on each request, and at 64 clients that scan alone took more CPU than the
@@ -206,10 +222,10 @@ async def over_http(
                     if r.headers.get("x-edgecore-cache-match", "").startswith(how):
                         served[how].append(rewrite(prompt))
         paths = {f"http-verified{variant}/edgecore": served["verified"]}
-        if not variant:
+        if every_path:
             paths = {
-                "http/edgecore": entries,
-                "http-reworded/edgecore": served["reworded"],
+                f"http{variant}/edgecore": entries,
+                f"http-reworded{variant}/edgecore": served["reworded"],
                 **paths,
             }
         results: dict[str, Any] = {
@@ -246,6 +262,16 @@ def ratios(runs: dict[str, Any]) -> dict[str, float]:
         for clients in CLIENTS:
             ec, rvl = runs[f"{kind}/edgecore@{clients}"], runs[f"{kind}/redisvl@{clients}"]
             out[f"{kind} p50 edgecore/redisvl @{clients}"] = round(ec["p50_ms"] / rvl["p50_ms"], 2)
+    for path in ("http", "http-reworded", "http-verified"):  # --baseline: after / before
+        for clients in CLIENTS:
+            now, before = (
+                runs.get(f"{path}/edgecore@{clients}"),
+                runs.get(f"{path}-before/edgecore@{clients}"),
+            )
+            if now and before:
+                out[f"{path} per s after/before @{clients}"] = round(
+                    now["per_s"] / before["per_s"], 2
+                )
     return out
 
 
@@ -284,6 +310,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entries", type=int, default=200)
     parser.add_argument("--requests", type=int, default=2000, help="per path and concurrency")
     parser.add_argument("--http-entries", type=int, default=16, help="answers seeded via HTTP")
+    parser.add_argument(
+        "--baseline", default=None, metavar="REF",
+        help="also serve the HTTP paths from an edge at this commit: before and after, one run",
+    )  # fmt: skip
 
 
 def run_all(args: argparse.Namespace) -> Results:
@@ -294,7 +324,7 @@ def run_all(args: argparse.Namespace) -> Results:
             runs = asyncio.run(in_process(port, entries, args.requests))
         tmp = Path(tempfile.mkdtemp())
         key = add_key(tmp / "keys.toml", "bench")
-        edge = {
+        edge: dict[str, Any] = {
             "redis__url": f"redis://127.0.0.1:{port}/0",
             "keys_file": str(tmp / "keys.toml"),
             "core__url": f"http://127.0.0.1:{free_port()}",  # nothing there: edge model and cache
@@ -311,10 +341,22 @@ def run_all(args: argparse.Namespace) -> Results:
             with edge_server(log, **edge, cache__cross_encoder="true",
                              cache__cross_encoder_band=band) as url:  # fmt: skip
                 runs |= asyncio.run(
-                    over_http(url, key, http_entries, args.requests, variant=variant)
+                    over_http(
+                        url, key, http_entries, args.requests, variant=variant, every_path=False
+                    )
+                )
+        if args.baseline:  # the same index and entries, served by an edge at that commit
+            with (
+                baseline(args.baseline, tmp) as tree,
+                edge_server(tmp / "edge-before.log", source=tree, **edge,
+                            cache__cross_encoder="false") as url,
+            ):  # fmt: skip
+                runs |= asyncio.run(
+                    over_http(url, key, http_entries, args.requests, variant="-before")
                 )
     return {"entries": args.entries, "requests": args.requests, "runs": runs,
-            "ratios": ratios(runs)}  # fmt: skip
+            "ratios": ratios(runs),
+            "baseline": commit_of(args.baseline) if args.baseline else None}  # fmt: skip
 
 
 def main() -> None:

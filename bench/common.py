@@ -105,23 +105,30 @@ def redis_server() -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def edge_server(log: Path, **settings: str) -> Iterator[str]:
-    """``edgecore edge serve`` on a free port with ``EDGECORE_EDGE_*`` settings."""
-    with edge_process(log, **settings) as (url, _):
+def edge_server(log: Path, *, source: Path | None = None, **settings: str) -> Iterator[str]:
+    """``edgecore edge serve`` on a free port with ``EDGECORE_EDGE_*`` settings (nested:
+    ``cache__index`` is ``EDGECORE_EDGE_CACHE__INDEX``); ``source``: run that checkout's code
+    (``baseline``) in this venv."""
+    with edge_process(log, source=source, **settings) as (url, _):
         yield url
 
 
 @contextlib.contextmanager
-def edge_process(log: Path, **settings: str) -> Iterator[tuple[str, int]]:
+def edge_process(
+    log: Path, *, source: Path | None = None, **settings: str
+) -> Iterator[tuple[str, int]]:
     """Like ``edge_server``, also yielding the edge's pid (to read its CPU time)."""
     port = free_port()
     env = dict(os.environ, EDGECORE_EDGE_PORT=str(port))
     env.update({f"EDGECORE_EDGE_{k.upper()}": v for k, v in settings.items()})
+    if source is not None:  # `python -m` puts the working directory first on sys.path
+        env["PYTHONPATH"] = str(source)
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tools.cli", "edge", "serve"],
             env=env,
+            cwd=source,
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -138,6 +145,33 @@ def edge_process(log: Path, **settings: str) -> Iterator[tuple[str, int]]:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@contextlib.contextmanager
+def baseline(ref: str, tmp: Path) -> Iterator[Path]:
+    """A checkout of ``ref`` (a git worktree under ``tmp``) to measure against the working
+    tree in the same run: "before" and "after" on the same machine, minutes apart."""
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp / f"baseline-{uuid.uuid4().hex[:6]}"
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "--detach", str(tree), ref],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        yield tree
+    finally:
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
+            check=False, capture_output=True,
+        )  # fmt: skip
+
+
+def commit_of(ref: str) -> str:
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", ref], capture_output=True, text=True
+    )
+    return out.stdout.strip() or ref
 
 
 def progress(message: str) -> None:

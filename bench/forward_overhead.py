@@ -1,7 +1,7 @@
 """Forward-path overhead: the edge vs LiteLLM's proxy vs straight to the upstream.
 
     .venv/bin/python -m bench.forward_overhead [--requests 400] [--vllm-requests 32]
-        [--clients 1,16,64] [--upstream fake,vllm]
+        [--clients 1,16,64] [--upstream fake,vllm] [--baseline REF]
 
 Three paths to the same upstream, in the same run, at 1, 16 and 64 concurrent streaming
 clients (HTTP/1.1 from this process; every request streams, ``max_tokens`` 20):
@@ -12,6 +12,10 @@ clients (HTTP/1.1 from this process; every request streams, ``max_tokens`` 20):
   this is the forwarding cost alone (embedding and cache lookup are in bench.cache_hit_path);
 - ``litellm``: through the LiteLLM proxy (``litellm[proxy]`` in its own venv,
   ``openai/<model>`` with ``api_base`` = the same upstream, a master key, logging off).
+
+With ``--baseline REF`` (fake upstream), a fourth path ``before`` is an edge running that
+commit's code (a git worktree, the same venv and settings), measured in the same rounds:
+before and after from one run.
 
 Two upstreams: ``fake`` (bench/fake_upstream.py streams 20 tokens with no delay, to isolate
 proxy cost) and ``vllm`` (``edgecore up``: the core and its vLLM engine, SmolLM2 on CPU;
@@ -43,8 +47,10 @@ import httpx
 
 from bench.common import (
     Results,
+    baseline,
     bench_venv,
     child,
+    commit_of,
     cpu_seconds,
     edge_process,
     free_port,
@@ -63,6 +69,7 @@ from edge.tenancy.keys import add_key
 MODEL = "smollm2-135m-instruct"  # the edge's core_model: forwarded by rule, never embedded
 PATHS = ("direct", "edge", "litellm")
 MAX_TOKENS = 20
+CHAT = "/v1/chat/completions"
 
 
 @dataclass
@@ -191,7 +198,9 @@ async def run_paths(paths: list[Target], clients: list[int], requests: int) -> d
     return runs
 
 
-def fake_upstream(tmp: Path, clients: list[int], requests: int) -> dict[str, Any]:
+def fake_upstream(
+    tmp: Path, clients: list[int], requests: int, ref: str | None = None
+) -> dict[str, Any]:
     with ExitStack() as es:
         port = free_port()
         upstream = f"http://127.0.0.1:{port}"
@@ -217,6 +226,21 @@ def fake_upstream(tmp: Path, clients: list[int], requests: int) -> dict[str, Any
         )
         ll_url, ll_pid, ll_key, version = es.enter_context(litellm(upstream, tmp))
         paths = _paths(upstream, edge_url, edge_pid, key, ll_url, ll_pid, ll_key)
+        if ref is not None:
+            progress(f"starting an edge at {ref} (the baseline) ...")
+            tree = es.enter_context(baseline(ref, tmp))
+            before_url, before_pid = es.enter_context(
+                edge_process(
+                    tmp / "edge-before.log",
+                    source=tree,
+                    redis__url=f"redis://127.0.0.1:{redis_port}/0",
+                    keys_file=str(tmp / "keys.toml"),
+                    core__url=upstream,
+                    cache__index=f"bench:fwd:{uuid.uuid4().hex[:6]}",
+                )
+            )
+            edge = paths[1]
+            paths.insert(2, Target("before", before_url + CHAT, before_pid, edge.headers))
         runs = asyncio.run(run_paths(paths, clients, requests))
         return {"runs": runs, "litellm_version": version}
 
@@ -243,16 +267,15 @@ def _paths(
     ll_key: str,
     upstream_headers: dict[str, str] | None = None,
 ) -> list[Target]:
-    chat = "/v1/chat/completions"
     return [
-        Target("direct", upstream + chat, None, upstream_headers or {}),
+        Target("direct", upstream + CHAT, None, upstream_headers or {}),
         Target(
             "edge",
-            edge + chat,
+            edge + CHAT,
             edge_pid,
             {"authorization": f"Bearer {key}", "x-edgecore-cache": "off"},
         ),
-        Target("litellm", ll + chat, ll_pid, {"authorization": f"Bearer {ll_key}"}),
+        Target("litellm", ll + CHAT, ll_pid, {"authorization": f"Bearer {ll_key}"}),
     ]
 
 
@@ -268,6 +291,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--clients", default="1,16,64", help="concurrency levels")
     parser.add_argument("--upstream", default="fake,vllm", help="fake, vllm or both")
+    parser.add_argument(
+        "--baseline", default=None, metavar="REF",
+        help="also measure an edge at this commit (fake upstream): before and after, one run",
+    )  # fmt: skip
 
 
 def run_all(args: argparse.Namespace) -> Results:
@@ -283,7 +310,9 @@ def run_all(args: argparse.Namespace) -> Results:
     for upstream in args.upstream.split(","):
         progress(f"== upstream: {upstream}")
         if upstream == "fake":
-            data = fake_upstream(tmp, clients, args.requests)
+            data = fake_upstream(tmp, clients, args.requests, args.baseline)
+            if args.baseline:
+                results["baseline"] = commit_of(args.baseline)
         elif upstream == "vllm":
             data = vllm_upstream(tmp, clients, args.vllm_requests)
         else:

@@ -15,7 +15,7 @@ def overheads(runs: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for clients, paths in runs.items():
         direct = paths["direct"]["_raw"]
-        for name in ("edge", "litellm"):
+        for name in (p for p in paths if p != "direct"):
             raw = paths[name]["_raw"]
             result[f"{name}@{clients}"] = {
                 f"{metric}_{q}_ms": round(pct(raw[metric], v) - pct(direct[metric], v), 3)
@@ -37,6 +37,13 @@ def targets(runs: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
             "edge_per_cpu_vs_litellm": round(ecpu / lcpu, 2) if lcpu else None,
             "edge_per_cpu_ge_2x": bool(lcpu) and ecpu >= 2 * lcpu,
         }
+        if "before" in paths:  # --baseline: after / before, from the same rounds
+            bcpu = paths["before"].get("requests_per_cpu_s") or 0.0
+            b = over[f"before@{clients}"]
+            out[str(clients)]["edge_per_cpu_vs_before"] = round(ecpu / bcpu, 2) if bcpu else None
+            out[str(clients)]["edge_ttft_overhead_p50_vs_before_ms"] = round(
+                e["ttft_p50_ms"] - b["ttft_p50_ms"], 3
+            )
     return out
 
 
@@ -78,12 +85,22 @@ def table(results: dict[str, Any]) -> str:
                 f"{_yes(t['edge_le_half_litellm_p50'])}; req/CPU-s edge/LiteLLM "
                 f"{t['edge_per_cpu_vs_litellm']}x (>= 2x: {_yes(t['edge_per_cpu_ge_2x'])})"
             )
+            if "edge_per_cpu_vs_before" in t:
+                lines.append(
+                    f"after vs before ({results.get('baseline')}) {upstream} @{clients}: "
+                    f"req/CPU-s {t['edge_per_cpu_vs_before']}x, TTFT overhead p50 "
+                    f"{t['edge_ttft_overhead_p50_vs_before_ms']:+.2f} ms"
+                )
         lines.append("")
     return "\n".join(lines)
 
 
 def _yes(ok: bool) -> str:
     return "yes" if ok else "NO"
+
+
+# The edge now, the edge at --baseline (before), LiteLLM.
+COLORS = {"edge": "tab:blue", "before": "tab:cyan", "litellm": "tab:orange"}
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -95,40 +112,37 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
     ups = list(results["upstreams"])
     fig, axes = plt.subplots(len(ups), 2, figsize=(12, 4.2 * len(ups)), squeeze=False)
-    width = 0.2
     for row, upstream in enumerate(ups):
         data = results["upstreams"][upstream]
         clients = list(data["runs"])
         x = np.arange(len(clients))
+        proxies = [
+            p for p in ("edge", "before", "litellm") if f"{p}@{clients[0]}" in data["overhead_ms"]
+        ]
         ax = axes[row][0]
-        for i, (proxy, q) in enumerate(
-            (("edge", "p50"), ("edge", "p99"), ("litellm", "p50"), ("litellm", "p99"))
-        ):
+        bars = [(proxy, q) for proxy in proxies for q in ("p50", "p99")]
+        width = 0.8 / len(bars)
+        for i, (proxy, q) in enumerate(bars):
             vals = [data["overhead_ms"][f"{proxy}@{c}"][f"ttft_{q}_ms"] for c in clients]
             ax.bar(
                 x + i * width,
                 vals,
                 width,
                 label=f"{proxy} {q}",
-                color=("tab:blue" if proxy == "edge" else "tab:orange"),
+                color=COLORS[proxy],
                 alpha=1.0 if q == "p50" else 0.5,
             )
         ax.axhline(2, color="grey", linestyle="--", linewidth=1)  # the edge's 2 ms target
         ax.set_yscale("symlog", linthresh=1)
-        ax.set_xticks(x + 1.5 * width, [f"{c} clients" for c in clients])
+        ax.set_xticks(x + (len(bars) - 1) / 2 * width, [f"{c} clients" for c in clients])
         ax.set_title(f"{upstream}: TTFT overhead vs direct (ms, symlog)")
         ax.legend(fontsize=8, loc="upper left")
         ax = axes[row][1]
-        for i, proxy in enumerate(("edge", "litellm")):
+        width = 0.8 / len(proxies)
+        for i, proxy in enumerate(proxies):
             vals = [data["runs"][c][proxy].get("requests_per_cpu_s") or 0 for c in clients]
-            ax.bar(
-                x + i * width,
-                vals,
-                width,
-                label=proxy,
-                color=("tab:blue" if proxy == "edge" else "tab:orange"),
-            )
-        ax.set_xticks(x + 0.5 * width, [f"{c} clients" for c in clients])
+            ax.bar(x + i * width, vals, width, label=proxy, color=COLORS[proxy])
+        ax.set_xticks(x + (len(proxies) - 1) / 2 * width, [f"{c} clients" for c in clients])
         ax.set_title(f"{upstream}: requests per CPU-second of the proxy")
         ax.legend(fontsize=8)
     fig.suptitle("Forward path: edgecore edge vs LiteLLM proxy (same upstream, same run)")
