@@ -192,11 +192,12 @@ def create_app(settings: EdgeSettings) -> Starlette:
             *ops.ROUTES,
             *cache_admin.ROUTES,
         ],
-        # Outermost first: the trace's server span, the access-log line, then the headers.
+        # Outermost first: the headers (and the arrival time the overhead counts from), the
+        # trace's server span, the access-log line.
         middleware=[
+            Middleware(TierHeaders),
             Middleware(tracing.TraceMiddleware, service="edge"),
             Middleware(AccessLog, service="edge"),
-            Middleware(TierHeaders),
         ],
         exception_handlers=dict(EXCEPTION_HANDLERS),
         lifespan=lifespan,

@@ -7,7 +7,6 @@ taken. ``release`` gives the slot back.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from edge.context import RequestContext
+from edge.http.middleware import arrived
 from edge.services import EdgeServices
 from edge.tenancy.keys import Tenant
 from shared.errors import ApiError, from_validation_error
@@ -38,7 +38,7 @@ class Admitted(Generic[Schema]):
 def new_context(request: Request, svc: EdgeServices, tier: str, operation: str) -> RequestContext:
     return RequestContext(
         request_id=request_id(request, "edge-" + uuid.uuid4().hex),
-        started=time.perf_counter(),
+        started=arrived(request.scope),  # overhead counts from the outermost middleware
         metrics=svc.metrics,
         tier=tier,
         operation=operation,

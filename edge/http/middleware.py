@@ -11,8 +11,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 class TierHeaders:
     """Make sure every API response names its tier and the edge's overhead.
 
-    Answers set their own; anything else (validation errors, 404s) was answered by the edge
-    alone, so the whole time to the first byte is overhead.
+    The outermost layer: it stamps the request's arrival (``scope["state"]["arrived"]``),
+    from which every answer counts its overhead, so the other middleware, body reading and
+    validation are inside the figure. Answers set their own headers; anything else
+    (validation errors, 404s) was answered by the edge alone, so the whole time to the first
+    byte is overhead.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -23,6 +26,7 @@ class TierHeaders:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        scope.setdefault("state", {})["arrived"] = started
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -35,3 +39,10 @@ class TierHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def arrived(scope: Scope) -> float:
+    """When ``TierHeaders`` saw the request (now, for an app built without it)."""
+    state = scope.get("state") or {}
+    value = state.get("arrived")
+    return value if isinstance(value, float) else time.perf_counter()
