@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config
@@ -45,5 +47,23 @@ async def serve_until_signal(app: ASGIApp, config: Config) -> None:
     await hypercorn_serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
 
 
-def run(app: ASGIApp, config: Config) -> None:
-    asyncio.run(serve_until_signal(app, config))
+EventLoop = Literal["auto", "uvloop", "asyncio"]
+
+
+def loop_factory(name: EventLoop) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop (libuv: less CPU per request) when asked or, for auto, when installed;
+    None: asyncio's own."""
+    if name == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if name == "uvloop":
+            raise SystemExit("event_loop=uvloop, but uvloop is not installed") from None
+        return None
+    return uvloop.new_event_loop
+
+
+def run(app: ASGIApp, config: Config, loop: EventLoop = "auto") -> None:
+    with asyncio.Runner(loop_factory=loop_factory(loop)) as runner:
+        runner.run(serve_until_signal(app, config))

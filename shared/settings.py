@@ -52,6 +52,11 @@ class ServerSettings(BaseSettings):
     retry_after_s: int = Field(
         default=5, ge=1, description="Retry-After on this service's own 429s and 503s."
     )
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        default="auto",
+        description="The server's event loop: uvloop (less CPU per request), asyncio, or auto "
+        "(uvloop where installed).",
+    )
 
     # Section -> how its fields were named flat. Set by each service.
     legacy: ClassVar[dict[str, Legacy]] = {}

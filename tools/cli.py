@@ -137,7 +137,7 @@ def cmd_core_serve(args: argparse.Namespace) -> int:
     except PoolConfigError as exc:
         print(f"invalid core pool configuration: {exc}", file=sys.stderr)
         return 2
-    run(app, config)
+    run(app, config, settings.event_loop)
     return 0
 
 
@@ -172,7 +172,7 @@ def cmd_edge_serve(args: argparse.Namespace) -> int:
     config = hypercorn_config(
         settings.host, settings.port, certfile=settings.tls_certfile, keyfile=settings.tls_keyfile
     )
-    run(create_app(settings), config)
+    run(create_app(settings), config, settings.event_loop)
     return 0
 
 
