@@ -1,6 +1,7 @@
 """Cache hit path: edgecore's semantic cache next to RedisVL's ``SemanticCache``.
 
     .venv/bin/python -m bench.cache_hit_path [--entries 200] [--requests 2000]
+        [--baseline REF] [--profile]
 
 Same Redis server (the bundled Redis Stack), same MiniLM INT8 embedder (one batching
 instance shared by both), same entries. For 1, 16 and 64 concurrent clients it times:
@@ -36,6 +37,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench.common import (
+    RESULTS,
     Results,
     baseline,
     commit_of,
@@ -314,6 +316,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         "--baseline", default=None, metavar="REF",
         help="also serve the HTTP paths from an edge at this commit: before and after, one run",
     )  # fmt: skip
+    parser.add_argument(
+        "--profile", action="store_true",
+        help="sample the first edge with py-spy: a flame graph of its hits beside the JSON",
+    )  # fmt: skip
 
 
 def run_all(args: argparse.Namespace) -> Results:
@@ -332,7 +338,9 @@ def run_all(args: argparse.Namespace) -> Results:
             "cache__explore_rate": "0",
         }
         http_entries = entries[: args.http_entries]
-        with edge_server(tmp / "edge.log", **edge, cache__cross_encoder="false") as url:
+        profile = (args.out or RESULTS / "cache_hit_path.json").with_suffix(".edge.svg")
+        with edge_server(tmp / "edge.log", profile=profile if args.profile else None, **edge,
+                         cache__cross_encoder="false") as url:  # fmt: skip
             runs |= asyncio.run(over_http(url, key, http_entries, args.requests))
         # The same index and entries, with the cross-encoder stacked on the verifier: as it
         # runs (only where it can change the decision), then reading every candidate.

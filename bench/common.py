@@ -105,19 +105,25 @@ def redis_server() -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def edge_server(log: Path, *, source: Path | None = None, **settings: str) -> Iterator[str]:
+def edge_server(
+    log: Path, *, source: Path | None = None, profile: Path | None = None, **settings: str
+) -> Iterator[str]:
     """``edgecore edge serve`` on a free port with ``EDGECORE_EDGE_*`` settings (nested:
     ``cache__index`` is ``EDGECORE_EDGE_CACHE__INDEX``); ``source``: run that checkout's code
     (``baseline``) in this venv."""
-    with edge_process(log, source=source, **settings) as (url, _):
+    with edge_process(log, source=source, profile=profile, **settings) as (url, _):
         yield url
 
 
 @contextlib.contextmanager
 def edge_process(
-    log: Path, *, source: Path | None = None, **settings: str
+    log: Path, *, source: Path | None = None, profile: Path | None = None, **settings: str
 ) -> Iterator[tuple[str, int]]:
-    """Like ``edge_server``, also yielding the edge's pid (to read its CPU time)."""
+    """Like ``edge_server``, also yielding the edge's pid (to read its CPU time).
+
+    ``profile``: sample the edge with py-spy while it serves, written there as a flame graph
+    (SVG) when the edge stops.
+    """
     port = free_port()
     env = dict(os.environ, EDGECORE_EDGE_PORT=str(port))
     env.update({f"EDGECORE_EDGE_{k.upper()}": v for k, v in settings.items()})
@@ -141,10 +147,34 @@ def edge_process(
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"edge did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)
-        yield url, proc.pid
+        with flame_graph(proc.pid, profile):
+            yield url, proc.pid
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@contextlib.contextmanager
+def flame_graph(pid: int, out: Path | None) -> Iterator[None]:
+    """py-spy sampling ``pid`` (its native frames too) while the block runs; the flame graph
+    is written to ``out`` at the end. Nothing when ``out`` is None."""
+    if out is None:
+        yield
+        return
+    exe = bench_venv("py-spy>=0.4", "py-spy")
+    argv = [str(exe), "record", "--pid", str(pid), "--output", str(out), "--format",
+            "flamegraph", "--rate", "250", "--nonblocking"]  # fmt: skip
+    spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)  # py-spy writes the graph when interrupted
+        try:
+            _, err = spy.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            err = b""
+        progress(f"flame graph: {out}" if out.exists() else f"py-spy wrote nothing: {err!r}")
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """Forward-path overhead: the edge vs LiteLLM's proxy vs straight to the upstream.
 
     .venv/bin/python -m bench.forward_overhead [--requests 400] [--vllm-requests 32]
-        [--clients 1,16,64] [--upstream fake,vllm] [--baseline REF]
+        [--clients 1,16,64] [--upstream fake,vllm] [--baseline REF] [--profile]
 
 Three paths to the same upstream, in the same run, at 1, 16 and 64 concurrent streaming
 clients (HTTP/1.1 from this process; every request streams, ``max_tokens`` 20):
@@ -15,7 +15,8 @@ clients (HTTP/1.1 from this process; every request streams, ``max_tokens`` 20):
 
 With ``--baseline REF`` (fake upstream), a fourth path ``before`` is an edge running that
 commit's code (a git worktree, the same venv and settings), measured in the same rounds:
-before and after from one run.
+before and after from one run. ``--profile`` samples the edge with py-spy over the fake
+upstream's whole run (``forward_overhead.edge.svg``, a flame graph of forwarded streams).
 
 Two upstreams: ``fake`` (bench/fake_upstream.py streams 20 tokens with no delay, to isolate
 proxy cost) and ``vllm`` (``edgecore up``: the core and its vLLM engine, SmolLM2 on CPU;
@@ -46,6 +47,7 @@ from typing import Any
 import httpx
 
 from bench.common import (
+    RESULTS,
     Results,
     baseline,
     bench_venv,
@@ -199,7 +201,11 @@ async def run_paths(paths: list[Target], clients: list[int], requests: int) -> d
 
 
 def fake_upstream(
-    tmp: Path, clients: list[int], requests: int, ref: str | None = None
+    tmp: Path,
+    clients: list[int],
+    requests: int,
+    ref: str | None = None,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     with ExitStack() as es:
         port = free_port()
@@ -218,6 +224,7 @@ def fake_upstream(
         edge_url, edge_pid = es.enter_context(
             edge_process(
                 tmp / "edge.log",
+                profile=profile,
                 redis__url=f"redis://127.0.0.1:{redis_port}/0",
                 keys_file=str(tmp / "keys.toml"),
                 core__url=upstream,
@@ -295,6 +302,15 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         "--baseline", default=None, metavar="REF",
         help="also measure an edge at this commit (fake upstream): before and after, one run",
     )  # fmt: skip
+    parser.add_argument(
+        "--profile", action="store_true",
+        help="sample the edge with py-spy (fake upstream): a flame graph beside the JSON",
+    )  # fmt: skip
+
+
+def _profile_path(args: argparse.Namespace) -> Path:
+    out = args.out or RESULTS / "forward_overhead.json"
+    return out.with_suffix(".edge.svg")
 
 
 def run_all(args: argparse.Namespace) -> Results:
@@ -310,7 +326,10 @@ def run_all(args: argparse.Namespace) -> Results:
     for upstream in args.upstream.split(","):
         progress(f"== upstream: {upstream}")
         if upstream == "fake":
-            data = fake_upstream(tmp, clients, args.requests, args.baseline)
+            profile = _profile_path(args) if args.profile else None
+            data = fake_upstream(tmp, clients, args.requests, args.baseline, profile)
+            if profile is not None:
+                results["flame_graph"] = str(profile)
             if args.baseline:
                 results["baseline"] = commit_of(args.baseline)
         elif upstream == "vllm":
