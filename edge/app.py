@@ -147,8 +147,9 @@ def create_app(settings: EdgeSettings) -> Starlette:
             metrics.edge_model_waiting.set_function(lambda: local.waiting)
             metrics.edge_model_cancelled.set_function(lambda: local.cancelled)
         # The stages, built once: the pipeline composes them for every request.
+        matcher = load_matcher(settings, metrics)
         cache_step = CacheStep(
-            cache, embedder, load_matcher(settings, metrics), metrics, settings.cache,
+            cache, embedder, matcher, metrics, settings.cache,
             redis_timeout_s=settings.redis.timeout_s,
         )  # fmt: skip
         pipeline = EdgePipeline(
@@ -161,7 +162,10 @@ def create_app(settings: EdgeSettings) -> Starlette:
             metrics,
             settings,
         )
-        app.state.edge = EdgeServices(settings, metrics, pipeline, keys, Limiter(redis))
+        app.state.edge = EdgeServices(
+            settings, metrics, pipeline, keys, Limiter(redis),
+            core=core, local=local, embedder=embedder, cache=cache, matcher=matcher,
+        )  # fmt: skip
         app.state.openapi = openapi(
             [settings.auto_model, settings.edge_model, settings.core_model],
             settings.limits.max_messages,

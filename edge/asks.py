@@ -14,13 +14,12 @@ the sending:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from edge.context import Answer, RequestContext
+from edge.context import RequestContext
 from edge.settings import LimitSettings
 from edge.tenancy.keys import Tenant
 from edge.tiers.core import CoreTier
@@ -28,8 +27,6 @@ from edge.tiers.local import LocalTier
 from shared.errors import ApiError
 from shared.parameters import Refusal, Tier, completion_refusals, refusals
 from shared.schemas import ChatCompletionRequest, CompletionRequest, Message, ResponsesRequest
-
-OnAnswer = Callable[[Answer], None]
 
 
 class Ask:
@@ -70,14 +67,11 @@ class Ask:
             )  # fmt: skip
 
     async def on_core(
-        self, core: CoreTier, request: Request, ctx: RequestContext, tenant: Tenant,
-        remember: OnAnswer,
-    ) -> Response:  # fmt: skip
+        self, core: CoreTier, request: Request, ctx: RequestContext, tenant: Tenant
+    ) -> Response:
         raise NotImplementedError
 
-    async def on_edge(
-        self, local: LocalTier, request: Request, ctx: RequestContext, remember: OnAnswer
-    ) -> Response:
+    async def on_edge(self, local: LocalTier, request: Request, ctx: RequestContext) -> Response:
         raise NotImplementedError
 
 
@@ -90,15 +84,12 @@ class ChatAsk(Ask):
         super().__init__(data, req)
 
     async def on_core(
-        self, core: CoreTier, request: Request, ctx: RequestContext, tenant: Tenant,
-        remember: OnAnswer,
-    ) -> Response:  # fmt: skip
-        return await core.answer(request, self.chat, self.data, ctx, tenant, remember)
-
-    async def on_edge(
-        self, local: LocalTier, request: Request, ctx: RequestContext, remember: OnAnswer
+        self, core: CoreTier, request: Request, ctx: RequestContext, tenant: Tenant
     ) -> Response:
-        return await local.answer(request, self.chat, ctx, remember)
+        return await core.answer(request, self.chat, self.data, ctx, tenant)
+
+    async def on_edge(self, local: LocalTier, request: Request, ctx: RequestContext) -> Response:
+        return await local.answer(request, self.chat, ctx)
 
 
 class CompletionAsk(Ask):
@@ -119,15 +110,12 @@ class CompletionAsk(Ask):
         return completion_refusals(self.data)
 
     async def on_core(
-        self, core: CoreTier, request: Request, ctx: RequestContext, tenant: Tenant,
-        remember: OnAnswer,
-    ) -> Response:  # fmt: skip
+        self, core: CoreTier, request: Request, ctx: RequestContext, tenant: Tenant
+    ) -> Response:
         payload = {**self.data, "model": core.model}
         return await core.forward(request, ctx, payload, path="/v1/completions", tenant=tenant)
 
-    async def on_edge(
-        self, local: LocalTier, request: Request, ctx: RequestContext, remember: OnAnswer
-    ) -> Response:
+    async def on_edge(self, local: LocalTier, request: Request, ctx: RequestContext) -> Response:
         return await local.complete(request, self.req, ctx)
 
 
@@ -164,9 +152,8 @@ class ResponsesAsk(Ask):
         return {"edge": no}
 
     async def on_core(
-        self, core: CoreTier, request: Request, ctx: RequestContext, tenant: Tenant,
-        remember: OnAnswer,
-    ) -> Response:  # fmt: skip
+        self, core: CoreTier, request: Request, ctx: RequestContext, tenant: Tenant
+    ) -> Response:
         payload = {**self.data, "model": core.model}
         try:
             return await core.forward(request, ctx, payload, path="/v1/responses", tenant=tenant)

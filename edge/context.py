@@ -41,6 +41,7 @@ class RequestContext:
     request_model: str = ""
     response_model: str = ""
     extra_headers: dict[str, str] = field(default_factory=dict)
+    answer: Answer | None = None  # a complete answer, as the tier reported it (answered())
     _opened: bool = False
     _closed: bool = False
 
@@ -64,6 +65,10 @@ class RequestContext:
             h["x-edgecore-degraded"] = self.degraded
         h.update(self.extra_headers)
         return h
+
+    def answered(self, answer: Answer) -> None:
+        """The tier's answer is complete (the pipeline's remember stage may store it)."""
+        self.answer = answer
 
     def degrade(self, reason: str) -> None:
         self.degraded = reason

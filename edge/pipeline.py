@@ -9,8 +9,9 @@ tier -> remember. What differs between endpoints is the ``Ask`` (``edge.asks``).
     router         the learned score (or the length rule) under a Load snapshot, and
                    stickiness
     tier           the Ask's verb on core (HTTP/2) | local (edge model): answer a chat,
-                   continue a prompt, forward as is; a complete answer goes to
-                   cache.remember, which stores it after the response
+                   continue a prompt, forward as is; it reports a complete answer to the
+                   request's context
+    remember       after the response is sent: a complete, cacheable answer is stored
     fallback       the core could not take it before its first byte: "auto" falls back to
                    the edge model (x-edgecore-degraded), a pinned model gets 503
 
@@ -20,15 +21,15 @@ pipeline holds no per-request state (that is the RequestContext).
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 
 from edge.asks import Ask
-from edge.cache.step import CacheStep
+from edge.cache.step import CacheLookup, CacheStep
 from edge.context import RequestContext
 from edge.metrics import EdgeMetrics
 from edge.routing.router import Decision, Load, Router, Saturation, rule
@@ -86,14 +87,33 @@ class EdgePipeline:
             if found is not None and found.hit is not None:
                 return self.cache.reply(req, found.hit, ctx)
         decision = ruled or self.degraded(self.route(req, vector), ctx)
-        remember = functools.partial(self.cache.remember, found)
         if decision.tier == "core":
             try:
-                return await ask.on_core(self.core, request, ctx, tenant, remember)
+                return self.remembering(
+                    await ask.on_core(self.core, request, ctx, tenant), found, ctx
+                )
             except CoreUnavailable as exc:
                 decision = self.fallback(exc, decision, tenant, ctx, edge_refusal is None)
         self.metrics.route.labels(decision.tier, decision.reason).inc()
-        return await ask.on_edge(self.local, request, ctx, remember)
+        return self.remembering(await ask.on_edge(self.local, request, ctx), found, ctx)
+
+    def remembering(
+        self, response: Response, found: CacheLookup | None, ctx: RequestContext
+    ) -> Response:
+        """Run the remember stage once ``response`` is sent (a stream's answer is complete
+        only then); nothing to do when the cache took no part."""
+        if found is not None:
+            assert response.background is None  # no tier schedules work of its own
+            response.background = BackgroundTask(self.remember, found, ctx)
+        return response
+
+    async def remember(self, found: CacheLookup, ctx: RequestContext) -> None:
+        """The remember stage: a complete answer the tier reported goes to the cache.
+
+        A coroutine on purpose: Starlette runs a plain function's BackgroundTask in a thread,
+        away from the loop the store's task needs."""
+        if ctx.answer is not None:
+            self.cache.remember(found, ctx.answer)
 
     def rules(
         self, req: ChatCompletionRequest, tenant: Tenant, edge_refusal: Refusal | None

@@ -28,24 +28,10 @@ class EdgeServices:
     pipeline: EdgePipeline  # every OpenAI endpoint: cache -> route -> tier
     keys: KeyStore
     limiter: Limiter
-
-    # Read directly by endpoints besides chat (embeddings, readiness, admin).
-    @property
-    def core(self) -> CorePool:
-        return self.pipeline.core.pool
-
-    @property
-    def local(self) -> LocalModel | None:
-        return self.pipeline.local.model
-
-    @property
-    def embedder(self) -> BatchingEmbedder | None:
-        return self.pipeline.cache.embedder
-
-    @property
-    def cache(self) -> SemanticCache | None:
-        return self.pipeline.cache.store
-
-    @property
-    def matcher(self) -> Matcher:
-        return self.pipeline.cache.matcher
+    # The resources endpoints besides the pipeline read directly (embeddings, readiness,
+    # admin), passed in as the lifespan built them: the same objects the stages hold.
+    core: CorePool
+    local: LocalModel | None
+    embedder: BatchingEmbedder | None
+    cache: SemanticCache | None
+    matcher: Matcher

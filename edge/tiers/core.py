@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -31,8 +31,6 @@ from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
 from shared.streaming import with_keepalive
 from shared.tracing import traced
-
-OnAnswer = Callable[[Answer], None]
 
 
 def upstream_payload(
@@ -63,9 +61,8 @@ class CoreTier:
         data: dict[str, Any],
         ctx: RequestContext,
         tenant: Tenant,
-        on_answer: OnAnswer,
     ) -> Response:
-        """A chat completion from the core; ``on_answer`` gets a complete plain answer."""
+        """A chat completion from the core; a complete plain answer is reported to ``ctx``."""
         payload = upstream_payload(data, req, self.model)
         t = time.perf_counter()
         upstream = await self._open(request, ctx, payload, tenant, "/v1/chat/completions")
@@ -75,7 +72,7 @@ class CoreTier:
         if req.stream:
             ctx.tier_wait_s = time.perf_counter() - t
             acc = completions.StreamAccumulator()
-            events = self._relay(upstream, acc, req, ctx, on_answer)
+            events = self._relay(upstream, acc, req, ctx)
             return sse_answer(events, ctx, on_close=upstream.close, usage=lambda: acc.usage)
         try:
             body = await cancel_on_disconnect(request.receive, _read_json(upstream))
@@ -83,7 +80,7 @@ class CoreTier:
             self.metrics.disconnects.labels("core").inc()
             return Response(status_code=CLIENT_CLOSED)
         ctx.tier_wait_s = time.perf_counter() - t  # the whole answer is the core's time
-        _answer_of(body, self.model, on_answer)
+        _answer_of(body, self.model, ctx)
         return json_answer(body, ctx)
 
     async def forward(
@@ -150,7 +147,6 @@ class CoreTier:
         acc: completions.StreamAccumulator,
         req: ChatCompletionRequest,
         ctx: RequestContext,
-        on_answer: OnAnswer,
     ) -> AsyncGenerator[bytes, None]:
         """Relay the core's SSE event by event (never buffered), keeping a copy for the cache."""
         model = self.model
@@ -189,7 +185,7 @@ class CoreTier:
             if not (acc.done or acc.error):  # the client left: not the core's fault
                 self.metrics.disconnects.labels("core").inc()
             if acc.done and acc.complete:
-                on_answer(Answer(acc.content, acc.finish_reason, acc.usage, model))
+                ctx.answered(Answer(acc.content, acc.finish_reason, acc.usage, model))
 
 
 async def _read_bytes(upstream: Upstream) -> bytes:
@@ -219,14 +215,14 @@ async def _read_json(upstream: Upstream) -> dict[str, Any]:
     return body
 
 
-def _answer_of(body: dict[str, Any], model: str, on_answer: OnAnswer) -> None:
-    """A plain-text answer (not tool calls) goes to ``on_answer``."""
+def _answer_of(body: dict[str, Any], model: str, ctx: RequestContext) -> None:
+    """A plain-text answer (not tool calls) is reported to ``ctx``."""
     choices = body.get("choices") or [{}]
     message = choices[0].get("message") or {}
     content = message.get("content")
     if isinstance(content, str) and content and not message.get("tool_calls"):
         finish = choices[0].get("finish_reason") or "stop"
-        on_answer(Answer(content, finish, body.get("usage"), body.get("model", model)))
+        ctx.answered(Answer(content, finish, body.get("usage"), body.get("model", model)))
 
 
 async def _events(

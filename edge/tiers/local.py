@@ -26,8 +26,6 @@ from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest, CompletionRequest
 from shared.tracing import traced
 
-OnAnswer = Callable[[Answer], None]
-
 
 @dataclass
 class _Started:
@@ -61,9 +59,8 @@ class LocalTier:
         request: Request,
         req: ChatCompletionRequest,
         ctx: RequestContext,
-        on_answer: OnAnswer,
     ) -> Response:
-        """A chat completion; ``on_answer`` gets the complete answer (for the cache)."""
+        """A chat completion; the complete answer is reported to ``ctx`` (for the cache)."""
         started = await self._start(request, req, ctx, None, "messages")
         if isinstance(started, Response):
             return started
@@ -79,7 +76,7 @@ class LocalTier:
                 return Response(status_code=CLIENT_CLOSED)
             ctx.tier_wait_s = time.perf_counter() - t  # the whole answer is the model's time
             reason, usage = finish()
-            on_answer(Answer(content, reason, usage, model))
+            ctx.answered(Answer(content, reason, usage, model))
             body = completions.completion(
                 id=cid, model=model, content=content, finish_reason=reason, usage=usage
             )
@@ -111,7 +108,7 @@ class LocalTier:
                 if not finished:
                     self.metrics.disconnects.labels("edge").inc()
             reason, usage = finish()
-            on_answer(Answer("".join(parts), reason, usage, model))
+            ctx.answered(Answer("".join(parts), reason, usage, model))
 
         ctx.first_token()  # the first token is in hand (awaited above)
         return sse_answer(events(), ctx, on_close=started.close, usage=lambda: finish()[1])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -81,13 +81,12 @@ class CoreTier:
         return [] if self.down else [object()]
 
     async def answer(self, request: Request, req: ChatCompletionRequest, data: Any,
-                     ctx: RequestContext, tenant: Tenant,
-                     remember: Callable[[Answer], None]) -> Response:  # fmt: skip
+                     ctx: RequestContext, tenant: Tenant) -> Response:  # fmt: skip
         self.asked.append(req.model)
         if self.down is not None:
             raise self.down
         ctx.tier = "core"
-        remember(Answer("from the core", "stop", None, CORE))
+        ctx.answered(Answer("from the core", "stop", None, CORE))
         return JSONResponse({"tier": "core"})
 
     async def forward(self, request: Request, ctx: RequestContext, payload: dict[str, Any],
@@ -116,11 +115,11 @@ class LocalTier:
         ctx.tier = "edge"
         return JSONResponse({"tier": "edge"})
 
-    async def answer(self, request: Request, req: ChatCompletionRequest, ctx: RequestContext,
-                     remember: Callable[[Answer], None]) -> Response:  # fmt: skip
+    async def answer(self, request: Request, req: ChatCompletionRequest,
+                     ctx: RequestContext) -> Response:  # fmt: skip
         self.asked.append(req.model)
         ctx.tier = "edge"
-        remember(Answer("from the edge", "stop", None, EDGE))
+        ctx.answered(Answer("from the edge", "stop", None, EDGE))
         return JSONResponse({"tier": "edge"})
 
 
@@ -165,12 +164,27 @@ class Stages:
         async def run() -> Response:
             self.embedder.start()
             try:
-                return await self.pipeline.handle(request, self.ctx, tenant or Tenant(), ask)
+                response = await self.pipeline.handle(request, self.ctx, tenant or Tenant(), ask)
+                await send_through(response)  # its background (the remember stage) runs then
+                return response
             finally:
                 await self.pipeline.cache.drain()
                 await self.embedder.close()
 
         return asyncio.run(run())
+
+
+async def send_through(response: Response) -> None:
+    scope = {"type": "http", "method": "POST", "path": "/v1/x", "headers": []}
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.sleep(3600)  # the client never leaves
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        pass
+
+    await response(scope, receive, send)
 
 
 @pytest.fixture
@@ -335,3 +349,12 @@ def test_engines_without_the_responses_api_give_501(path: Stages) -> None:
     with pytest.raises(ApiError) as e:
         path.respond()
     assert e.value.status == 501 and e.value.code == "not_implemented"
+
+
+def test_an_incomplete_answer_is_not_remembered(path: Stages) -> None:
+    async def unfinished(*_: Any) -> Response:  # the client left mid-stream: nothing reported
+        return JSONResponse({"tier": "edge"})
+
+    path.local.answer = unfinished  # type: ignore[method-assign]
+    path.ask("Say hi.")
+    assert path.ctx.answer is None and not path.store.stored
