@@ -1,0 +1,174 @@
+"""The cache step (edge.cache.step) in process, with a fake Redis store and embedder.
+
+Who may use the cache (directives, tenants, sampled requests), what a failing Redis does
+(the request goes on without the cache), a semantic hit through the matcher, and what the
+remember stage stores. No servers, no models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from starlette.datastructures import Headers
+
+from edge.cache.match import Candidate, Matcher, MatchPolicy
+from edge.cache.step import CacheStep
+from edge.cache.store import CachedAnswer, CacheUnavailable
+from edge.context import Answer, RequestContext
+from edge.embedder import BatchingEmbedder
+from edge.metrics import EdgeMetrics
+from edge.settings import CacheSettings
+from edge.tenancy.keys import Tenant
+from shared.schemas import ChatCompletionRequest
+
+METRICS = EdgeMetrics.create()
+
+
+class Embedder:
+    model_id, dim, vocab_size = "fake-embedder", 4, 100
+
+    def embed_counted(self, items: list[Any]) -> tuple[np.ndarray, list[int]]:
+        return np.full((len(items), 4), 0.5, dtype=np.float32), [1] * len(items)
+
+
+class Store:
+    def __init__(self) -> None:
+        self.exact: dict[str, CachedAnswer] = {}
+        self.near: list[tuple[Candidate, CachedAnswer]] = []
+        self.reads = 0
+        self.stored: list[CachedAnswer] = []
+        self.down = False
+
+    async def lookup_exact(self, *, partition: str, context: str, text: str) -> Any:
+        self.reads += 1
+        if self.down:
+            raise CacheUnavailable("down")
+        return self.exact.get(text)
+
+    async def lookup(self, *_: Any, **__: Any) -> list[tuple[Candidate, CachedAnswer]]:
+        self.reads += 1
+        if self.down:
+            raise CacheUnavailable("down")
+        return self.near
+
+    async def store(self, vector: Any, *, answer: CachedAnswer, **_: Any) -> None:
+        self.stored.append(answer)
+
+
+def request(content: str = "What is a lighthouse?", **body: Any) -> ChatCompletionRequest:
+    data = {"model": "auto", "temperature": 0, "messages": [{"role": "user", "content": content}]}
+    return ChatCompletionRequest.model_validate({**data, **body})
+
+
+def context() -> RequestContext:
+    return RequestContext(request_id="r", started=time.perf_counter(), metrics=METRICS)
+
+
+class Step:
+    def __init__(self, policy: MatchPolicy | None = None) -> None:
+        self.store = Store()
+        self.embedder = BatchingEmbedder(Embedder())  # type: ignore[arg-type]
+        self.step = CacheStep(
+            self.store,  # type: ignore[arg-type]
+            self.embedder,
+            Matcher(None, policy or MatchPolicy()),
+            METRICS,
+            CacheSettings(),
+            redis_timeout_s=1.0,
+        )
+
+    def lookup(
+        self, req: ChatCompletionRequest, ctx: RequestContext, tenant: Tenant | None = None,
+        **headers: str,
+    ) -> Any:  # fmt: skip
+        async def run() -> Any:
+            self.embedder.start()
+            try:
+                return await self.step.lookup(req, Headers(headers), ctx, tenant or Tenant())
+            finally:
+                await self.embedder.close()
+
+        return asyncio.run(run())
+
+
+@pytest.fixture
+def cache() -> Step:
+    return Step()
+
+
+def test_an_exact_repeat_is_a_hit_before_any_embedding(cache: Step) -> None:
+    cache.store.exact["What is a lighthouse?"] = CachedAnswer("A tower.", "stop", None, "m")
+    ctx = context()
+    found = cache.lookup(request(), ctx)
+    assert found.hit.content == "A tower." and ctx.cache == "hit"
+    assert cache.store.reads == 1  # no KNN search: the exact step answered
+    assert ctx.extra_headers["x-edgecore-cache-match"].startswith("exact")
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [({"x-edgecore-cache": "off"}, "bypass"), ({"cache-control": "no-store"}, "bypass")],
+)
+def test_a_client_can_turn_the_cache_off(
+    cache: Step, headers: dict[str, str], expected: str
+) -> None:
+    ctx = context()
+    assert cache.lookup(request(), ctx, **headers) is None
+    assert ctx.cache == expected and cache.store.reads == 0
+
+
+def test_refresh_writes_without_reading(cache: Step) -> None:
+    ctx = context()
+    found = cache.lookup(request(), ctx, **{"cache-control": "no-cache"})
+    assert found is not None and not found.read and ctx.cache == "refresh"
+    assert cache.store.reads == 0
+
+
+def test_sampled_requests_and_opted_out_tenants_bypass_the_cache(cache: Step) -> None:
+    ctx = context()
+    assert cache.lookup(request(temperature=0.7), ctx) is None and ctx.cache == "bypass"
+    assert cache.lookup(request(), context(), Tenant(cache=False)) is None
+    assert cache.store.reads == 0
+    opted_in = Step()  # (an embedder is started once per loop)
+    sampled = opted_in.lookup(
+        request(temperature=0.7), context(), Tenant(cache_nondeterministic=True)
+    )
+    assert sampled is not None and opted_in.store.reads == 2  # the exact step, then KNN
+
+
+def test_a_failing_redis_sends_the_request_on_without_the_cache(cache: Step) -> None:
+    cache.store.down = True
+    ctx = context()
+    assert cache.lookup(request(), ctx) is None
+    assert ctx.cache == "error"
+
+
+def test_a_near_neighbour_is_served_through_the_matcher() -> None:
+    cache = Step(MatchPolicy(min_similarity=0.9))  # no verifier: cosine alone
+    near = Candidate("e1", 0.97, "What's a lighthouse?", None)
+    cache.store.near = [(near, CachedAnswer("A tower.", "stop", None, "m", 0.97, "e1"))]
+    ctx = context()
+    found = cache.lookup(request(), ctx)
+    assert found.hit is not None and found.hit.entry_id == "e1" and ctx.cache == "hit"
+    assert cache.store.reads == 2  # the exact step, then the KNN search
+
+
+def test_a_miss_remembers_only_complete_answers(cache: Step) -> None:
+    async def run() -> list[CachedAnswer]:
+        cache.embedder.start()
+        try:
+            found = await cache.step.lookup(request(), Headers({}), context(), Tenant())
+            assert found is not None and found.hit is None
+            cache.step.remember(found, Answer("cut", "length", None, "m"))  # hit max_tokens
+            cache.step.remember(found, Answer("", "stop", None, "m"))  # nothing to serve
+            cache.step.remember(found, Answer("A tower.", "stop", None, "m"))
+            await cache.step.drain()
+            return cache.store.stored
+        finally:
+            await cache.embedder.close()
+
+    assert [a.content for a in asyncio.run(run())] == ["A tower."]
