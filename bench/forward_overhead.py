@@ -221,15 +221,17 @@ def fake_upstream(
         redis_port = es.enter_context(redis_server())
         key = add_key(tmp / "keys.toml", "bench")
         progress("starting an edge (loads its models: ~20 s) ...")
+
+        def settings() -> dict[str, Any]:
+            return {
+                "redis__url": f"redis://127.0.0.1:{redis_port}/0",
+                "keys_file": str(tmp / "keys.toml"),
+                "core__url": upstream,
+                "cache__index": f"bench:fwd:{uuid.uuid4().hex[:6]}",
+            }
+
         edge_url, edge_pid = es.enter_context(
-            edge_process(
-                tmp / "edge.log",
-                profile=profile,
-                redis__url=f"redis://127.0.0.1:{redis_port}/0",
-                keys_file=str(tmp / "keys.toml"),
-                core__url=upstream,
-                cache__index=f"bench:fwd:{uuid.uuid4().hex[:6]}",
-            )
+            edge_process(tmp / "edge.log", profile=profile, **settings())
         )
         ll_url, ll_pid, ll_key, version = es.enter_context(litellm(upstream, tmp))
         paths = _paths(upstream, edge_url, edge_pid, key, ll_url, ll_pid, ll_key)
@@ -237,14 +239,7 @@ def fake_upstream(
             progress(f"starting an edge at {ref} (the baseline) ...")
             tree = es.enter_context(baseline(ref, tmp))
             before_url, before_pid = es.enter_context(
-                edge_process(
-                    tmp / "edge-before.log",
-                    source=tree,
-                    redis__url=f"redis://127.0.0.1:{redis_port}/0",
-                    keys_file=str(tmp / "keys.toml"),
-                    core__url=upstream,
-                    cache__index=f"bench:fwd:{uuid.uuid4().hex[:6]}",
-                )
+                edge_process(tmp / "edge-before.log", source=tree, **settings())
             )
             edge = paths[1]
             paths.insert(2, Target("before", before_url + CHAT, before_pid, edge.headers))

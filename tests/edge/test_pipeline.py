@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -36,15 +35,9 @@ from edge.tenancy.keys import Tenant
 from edge.upstream.errors import CoreUnavailable
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest, CompletionRequest, ResponsesRequest
+from tests.edge.fakes import Embedder
 
 AUTO, EDGE, CORE = "auto", "edge-small", "core-large"
-
-
-class Embedder:
-    model_id, dim, vocab_size = "fake-embedder", 4, 100
-
-    def embed_counted(self, items: list[Any]) -> tuple[np.ndarray, list[int]]:
-        return np.full((len(items), 4), 0.5, dtype=np.float32), [1] * len(items)
 
 
 class Store:

@@ -11,7 +11,6 @@ import asyncio
 import time
 from typing import Any
 
-import numpy as np
 import pytest
 from starlette.datastructures import Headers
 
@@ -24,15 +23,9 @@ from edge.metrics import EdgeMetrics
 from edge.settings import CacheSettings
 from edge.tenancy.keys import Tenant
 from shared.schemas import ChatCompletionRequest
+from tests.edge.fakes import Embedder
 
 METRICS = EdgeMetrics.create()
-
-
-class Embedder:
-    model_id, dim, vocab_size = "fake-embedder", 4, 100
-
-    def embed_counted(self, items: list[Any]) -> tuple[np.ndarray, list[int]]:
-        return np.full((len(items), 4), 0.5, dtype=np.float32), [1] * len(items)
 
 
 class Store:
