@@ -13,6 +13,9 @@ from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config
 from starlette.types import ASGIApp
 
+# h2 stream ids run out at 2**31 (one per request, odd ids): a client must reconnect then.
+MAX_REQUESTS_PER_CONNECTION = 2**30
+
 
 def hypercorn_config(
     host: str,
@@ -36,6 +39,10 @@ def hypercorn_config(
     config.keep_alive_timeout = 75.0
     # Many concurrent streams per HTTP/2 connection from the edge's pool.
     config.h2_max_concurrent_streams = 256
+    # Hypercorn closes a connection after 1,000 requests by default, and on HTTP/2 that
+    # GOAWAY cuts the streams still open on it: every 1,000th request an edge's long-lived
+    # connection failed a few requests (and three in a row opened the core's breaker).
+    config.keep_alive_max_requests = MAX_REQUESTS_PER_CONNECTION
     return config
 
 
