@@ -6,8 +6,9 @@ streams; when all are full another connection opens (httpcore alone would queue 
 
 A request goes to the best core that is healthy and whose breaker allows it: lowest
 priority number first, then lowest measured round trip. Before the first byte nothing has
-been answered, so a refused connection is retried once (with jitter) and any failure fails
-over to the next core. After the first byte there is no failover; a failure mid-stream
+been answered, so a refused connection is retried once (with jitter), a connection that
+ends first (a GOAWAY, a closed socket) is retried once on a fresh one, and any other
+failure fails over to the next core. After the first byte there is no failover; a failure mid-stream
 counts against the core's breaker, a client that cancels does not.
 
 A frozen core (its socket accepts, nothing answers) is found by the health probe: every
@@ -191,6 +192,14 @@ class CorePool:
                     await asyncio.sleep(random.uniform(0.05, 0.15))
                     continue
                 raise CoreUnavailable("core-unreachable", str(exc)) from None
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                conn.active -= 1
+                # The connection ended before any answer: an HTTP/2 GOAWAY (servers and
+                # proxies rotate connections) or a closed socket. Nothing was answered, so
+                # once more on a fresh connection before it counts against the core.
+                if attempt == 0:
+                    continue
+                raise CoreUnavailable("core-error", repr(exc)) from None
             except CoreUnavailable:
                 conn.active -= 1
                 raise
