@@ -58,8 +58,7 @@ EventLoop = Literal["auto", "uvloop", "asyncio"]
 
 
 def loop_factory(name: EventLoop) -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's loop (libuv: less CPU per request) when asked or, for auto, when installed;
-    None: asyncio's own."""
+    """uvloop's loop when asked (or, for auto, when installed); None: asyncio's own."""
     if name == "asyncio":
         return None
     try:
@@ -71,6 +70,6 @@ def loop_factory(name: EventLoop) -> Callable[[], asyncio.AbstractEventLoop] | N
     return uvloop.new_event_loop
 
 
-def run(app: ASGIApp, config: Config, loop: EventLoop = "auto") -> None:
+def run(app: ASGIApp, config: Config, loop: EventLoop = "asyncio") -> None:
     with asyncio.Runner(loop_factory=loop_factory(loop)) as runner:
         runner.run(serve_until_signal(app, config))
