@@ -129,6 +129,14 @@ def edge_process(
     env.update({f"EDGECORE_EDGE_{k.upper()}": v for k, v in settings.items()})
     if source is not None:  # `python -m` puts the working directory first on sys.path
         env["PYTHONPATH"] = str(source)
+        # An older checkout may predate a section (redis, embed): give it the flat names too.
+        from edge.settings import EdgeSettings
+
+        flat = {v: k for k, v in EdgeSettings.legacy_names().items()}
+        for name, value in settings.items():
+            section, _, field = name.partition("__")
+            if (section, field) in flat:
+                env[f"EDGECORE_EDGE_{flat[section, field].upper()}"] = value
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
