@@ -57,6 +57,8 @@ def orphan_edge(models_dir: Path, log_dir: Path, dead_redis: DeadRedis) -> Itera
         models_dir,
         core__url=f"http://127.0.0.1:{free_port()}",
         redis__url=f"redis://127.0.0.1:{dead_redis.port}/0",
+        # Longer than any test here, so "inside the back-off" holds on a slow machine too.
+        redis__backoff_s="600",
         route__policy="core",  # everything tries the core first, so every request degrades
     )
     yield server.url
@@ -119,9 +121,6 @@ def test_redis_down_bypasses_the_cache(orphan_edge: str, dead_redis: DeadRedis) 
     tried = len(dead_redis.accepted)
     r = chat(orphan_edge, "Say hi.")  # inside the back-off: no Redis round trip at all
     assert r.status_code == 200 and r.headers["x-edgecore-cache"] == "error"
-    # RETRY_AFTER_S is 5, from the last failed connection: past it, a new try is right.
-    if time.monotonic() - dead_redis.accepted[tried - 1] > 4.5:
-        pytest.skip("the back-off had ended before the second request was answered")
     assert len(dead_redis.accepted) == tried
 
 
