@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 from edge.cache.contrast_swaps import swapped
-from edge.cache.contrast_words import PUNCTUATION, contrast_words
+from edge.cache.contrast_words import PUNCTUATION, contrast_words, operators
 from edge.cache.pair_checks import new_names
 
 # Two sides of a polarity axis: a word on one side in one question and on the other side in
@@ -268,7 +268,10 @@ def conditional(text: str) -> bool:
     return False
 
 
-CONTRASTS = ("direction", "order", "antonym", "negation", "number", "unit", "entity", "condition")
+CONTRASTS = (
+    "direction", "order", "antonym", "negation", "operator", "number", "unit", "entity",
+    "condition",
+)  # fmt: skip
 
 
 def contrast_by(cached: str, asked: str) -> str | None:
@@ -277,7 +280,8 @@ def contrast_by(cached: str, asked: str) -> str | None:
     "direction"/"order": the same two things the other way round ("convert A to B" /
     "convert B to A", "is A faster than B" / "is B faster than A"); "antonym": opposite words
     ("safe"/"unsafe", "enable"/"turn off", "import"/"export", "before"/"after"); "negation":
-    one is negated more than the other ("Can I ...?" / "Can I not ...?"); "number": other
+    one is negated more than the other ("Can I ...?" / "Can I not ...?"); "operator": another
+    operator or sign in a formula or code ("2x + 3 = 7" / "2x - 3 = 7"); "number": other
     numbers ("iPhone 14" / "iPhone 15"); "unit": a unit swapped for another ("grams" /
     "ounces"); "entity": another name ("in Japan" / "in China", "on ubuntu" / "on windows");
     "condition": one carries a condition the other lacks ("... if I am pregnant?").
@@ -290,6 +294,9 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return "antonym"
     if negations(cached) != negations(asked):
         return "negation"
+    # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
+    if (oa := operators(cached)) and (ob := operators(asked)) and oa != ob:
+        return "operator"
     if _numbers_differ(cached, asked):
         return "number"
     ua, ub = units(cached), units(asked)

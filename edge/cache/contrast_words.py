@@ -79,3 +79,30 @@ def _words(text: str) -> tuple[str, ...]:
     for pattern, repl in _PHRASES:
         t = pattern.sub(repl, t)
     return tuple(_CONTRAST_TOKEN.findall(t))
+
+
+# Operators of formulas and code, which the word pattern drops ("2x + 3" / "2x - 3"). A
+# hyphen or slash inside a word ("e-mail", "and/or"), a dash between words set off by
+# spaces ("Python - sorting a list"), and "!" ending a sentence are prose, not operators.
+# "%" is a unit ("percent"), read by the unit check.
+_OPERATOR = re.compile(r"[-+*/^=<>!&|~\u2212\u00d7\u00f7\u2260\u2264\u2265\u2013\u2014]+")
+_DASHES = frozenset("-\u2013\u2014")
+
+
+def operators(text: str) -> tuple[str, ...]:
+    """The operators a text writes, in order ("x^2 - 1 >= 0": "^", "-", ">=")."""
+    found = []
+    for m in _OPERATOR.finditer(text):
+        op, i, j = m.group(), m.start(), m.end()
+        before, after = text[i - 1 : i], text[j : j + 1]
+        if op in ("-", "/") and before.isalpha() and after.isalpha():
+            continue  # within a word
+        if op in _DASHES and before.isspace() and after.isspace():
+            word_before = text[:i].rstrip()[-1:]
+            word_after = text[j:].lstrip()[:1]
+            if word_before.isalpha() and word_after.isalpha() and len(text[:i].split()[-1]) > 1:
+                continue  # a dash between words (a one-letter variable before it: "x - y")
+        if set(op) == {"!"} and (not after or after.isspace()):
+            continue  # an exclamation
+        found.append(re.sub("[\u2212\u2013\u2014]", "-", op))
+    return tuple(found)

@@ -15,6 +15,12 @@ cut off, one middle is a rotation of the other. Prepositions, comparatives and e
 that carries meaning stay, so "convert A to B" / "B to A", "is A faster than B" / "B faster
 than A" and "boat house" / "house boat" are never rewordings; the matcher runs the contrast
 check before this in any case.
+
+Served with no model, so only what provably keeps the question: case, whitespace, sentence
+punctuation, contractions, filler, plurals and the short synonym table below. Every other
+mark (operators, signs, brackets, symbols), every number as written and every negation must
+be the same on both sides (``_fixed``): "2x + 3 = 7" / "2x - 3 = 7" and "2.5" / "25" are
+left to the verifier and the contrast checks.
 """
 
 from __future__ import annotations
@@ -109,9 +115,24 @@ def _unread(text: str) -> list[str]:
     return sorted(c for c in text if ord(c) > 127 and c.isalnum())
 
 
+# Sentence punctuation and quotes (contractions) may differ; no other mark may.
+_PROSE_MARKS = re.compile(r"""[.,!?;:]+(?=\s|$)|['"\u2018\u2019\u201c\u201d]""")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NEGATING = frozenset("not no never none nothing nobody nowhere neither nor without".split())
+_NOT = re.compile(r"n['\u2019]t\b|(?<=can)not\b")
+
+
+def _fixed(text: str) -> tuple[list[str], list[str], int]:
+    """What a rewording may not change, and the words do not show: the marks in order
+    (operators, signs, brackets, symbols), the numbers as written, and the negations."""
+    marks = [c for c in _PROSE_MARKS.sub(" ", text) if not (c.isalnum() or c.isspace() or c == "_")]
+    words = re.findall(r"[a-z]+", _NOT.sub(" not", text.lower()))
+    return marks, _NUMBER.findall(text), sum(w in _NEGATING for w in words)
+
+
 def reworded(cached: str, asked: str) -> bool:
     """Whether ``asked`` is ``cached`` reworded without any change of meaning."""
-    if _unread(cached) != _unread(asked):
+    if _unread(cached) != _unread(asked) or _fixed(cached) != _fixed(asked):
         return False
     a, b = canonical(cached), canonical(asked)
     if not a or len(a) != len(b) or len(a) > _LONGEST or sorted(a) != sorted(b):

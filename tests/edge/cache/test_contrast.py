@@ -57,6 +57,8 @@ negation | Which fruits are safe for dogs? | Which fruits are not safe for dogs?
 negation | Which houseplants are toxic to dogs? | Which houseplants are non-toxic to dogs?
 negation | Why is my car battery charging? | Why is my car battery not charging?
 negation | What happens if I pay my bill on time? | What happens if I don't pay my bill on time?
+operator | How do I solve 2x + 3 = 7? | How do I solve 2x - 3 = 7?
+operator | Is x^2 + 1 > 0 for every x? | Is x^2 + 1 < 0 for every x?
 number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
 number | How many calories are in 2 eggs? | How many calories are in three eggs?
 number | How many calories are in one egg? | How many calories are in 2 eggs?
@@ -99,6 +101,8 @@ NOT_CONTRASTS = [
     ("Is coffee healthy or not?", "Is coffee healthy?"),
     ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
     ("What is rent for one person in Berlin?", "What is rent for 1 person in Berlin?"),
+    # "&" and "w/" for words write no formula
+    ("How do I make pasta with garlic and olive oil?", "how do I make pasta w/ garlic & olive oil"),
 ]
 
 

@@ -4,6 +4,8 @@ nothing that changes what is asked passes for a rewording (pure, no models)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from edge.cache.rewording import canonical, reworded
 
@@ -61,3 +63,94 @@ def test_a_moved_block_must_be_a_qualifier() -> None:
     # "in Python" may move; two nouns trading places may not.
     assert reworded("How to sort a list in Python", "In Python how to sort a list")
     assert not reworded("dog food recipes", "food dog recipes")
+
+
+# Property: the rewording step, which serves with no model, may ignore case, whitespace,
+# sentence punctuation, contractions and filler, and never an operator, a sign, a digit or a
+# negation. Hypothesis draws the question, the harmless noise on each side and the change.
+QUESTIONS = [
+    "How do I solve 2x + 3 = 7?",
+    "Is x^2 - 4 >= 0 when x is 3?",
+    "Why does a != b return true in Python?",
+    "What is 2.5 times 4?",
+    "How long should I boil 3 eggs?",
+    "Is it safe to run the script as root?",
+    "Can I use a tuple as a dict key in Python 3?",
+    "Does y = 3x + 1 pass through the origin?",
+    "Should I take 200 mg of ibuprofen with food?",
+    "What does i += 1 do in a for loop?",
+    "Is 10 / 4 equal to 2.5 in Java?",
+    "Can dogs eat grapes?",
+]
+OPERATORS = "+-*/^=<>"
+AUXILIARIES = ("is", "does", "can", "should", "do")
+
+
+def _noise(draw: st.DrawFn, text: str) -> str:
+    """The same question as a user might type it again."""
+    if draw(st.booleans()):
+        text = text.lower()
+    if draw(st.booleans()):
+        text = "please " + text
+    text = text.rstrip("?.") + draw(st.sampled_from(["?", "", ".", " ?", "??"]))
+    return " ".join(text.split()) if draw(st.booleans()) else text.replace(" ", "  ", 1)
+
+
+def _change(draw: st.DrawFn, text: str) -> str | None:
+    """One change of meaning: an operator, a sign, a digit or a negation; None if the drawn
+    kind has nothing to act on in this question."""
+    kind = draw(st.sampled_from(["operator", "sign", "digit", "negation"]))
+    if kind == "operator":
+        at = [i for i, c in enumerate(text) if c in OPERATORS]
+        if not at:
+            return None
+        i = draw(st.sampled_from(at))
+        other = draw(st.sampled_from([c for c in OPERATORS if c != text[i]]))
+        return text[:i] + other + text[i + 1 :]
+    if kind in ("sign", "digit"):
+        at = [i for i, c in enumerate(text) if c.isdigit()]
+        if not at:
+            return None
+        i = draw(st.sampled_from(at))
+        if kind == "sign":
+            return text[:i] + "-" + text[i:]
+        other = draw(st.sampled_from([d for d in "0123456789" if d != text[i]]))
+        return text[:i] + other + text[i + 1 :]
+    words = text.split()
+    at = [i for i, w in enumerate(words) if w.lower() in AUXILIARIES]
+    if not at:
+        return None
+    i = draw(st.sampled_from(at))
+    not_ = draw(st.sampled_from(["not", "never"]))
+    return " ".join([*words[: i + 1], not_, *words[i + 1 :]])
+
+
+@st.composite
+def changed_pairs(draw: st.DrawFn) -> tuple[str, str]:
+    question = draw(st.sampled_from(QUESTIONS))
+    changed = _change(draw, question)
+    assume(changed is not None and changed != question)
+    assert changed is not None
+    return _noise(draw, question), _noise(draw, changed)
+
+
+@st.composite
+def noisy_pairs(draw: st.DrawFn) -> tuple[str, str]:
+    question = draw(st.sampled_from(QUESTIONS))
+    return _noise(draw, question), _noise(draw, question)
+
+
+@settings(max_examples=400, deadline=None)
+@given(changed_pairs())
+def test_the_rewording_step_never_ignores_an_operator_sign_digit_or_negation(
+    pair: tuple[str, str],
+) -> None:
+    cached, asked = pair
+    assert not reworded(cached, asked)
+    assert not reworded(asked, cached)
+
+
+@settings(max_examples=200, deadline=None)
+@given(noisy_pairs())
+def test_harmless_noise_is_still_a_rewording(pair: tuple[str, str]) -> None:
+    assert reworded(*pair), pair
