@@ -8,7 +8,7 @@ to it alone), and ``starve engine``: the whole engine stopped and continued at a
 cycle (1 s each) for the freeze time, slow but alive, which must evict nothing. Each fault
 reports the replica evictions it caused (``edgecore_core_replica_wedges_total``).
 
-    .venv/bin/python -m bench.chaos [--duration 270] [--seed 1] [--clients 4]
+    .venv/bin/python -m bench.chaos [--duration 270] [--seed 1] [--clients 4] [--faults LIST]
 
 Load (bounded loops, loopback only): exact cache hits (prompts answered once in the warm-up),
 reworded ones, the edge model and the core model, streaming or not. Every request ends as:
@@ -152,11 +152,14 @@ class Chaos:
     def schedule(self, start: float, end: float) -> list[tuple[float, str, str]]:
         """Every (component, action) once, as many as fit ``--min-gap`` apart: each component
         once (in a seeded order, with a seeded action) before any of them twice."""
+        chosen = self.args.faults
         order = list(COMPONENTS)
         self.rng.shuffle(order)
         first = {c: self.rng.choice(ACTIONS[c]) for c in order}
         plan = [(c, first[c]) for c in order]
         plan += [(c, a) for c in order for a in ACTIONS[c] if a != first[c]]
+        if chosen:  # only these, in the order given
+            plan = [(c, a) for c, a in chosen]
         n = max(1, min(len(plan), int((end - start) // self.args.min_gap)))
         gap = (end - start) / n
         return [
@@ -385,6 +388,20 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--recover-timeout", type=float, default=240.0,
                    help="give up on a fault's recovery after this")  # fmt: skip
     p.add_argument("--png", type=Path, default=RESULTS / "chaos.png")
+    p.add_argument("--faults", type=_faults, default=None,
+                   help="only these faults, in this order, e.g. 'scheduler:freeze,engine:starve' "
+                        "(default: every one, seeded order)")  # fmt: skip
+
+
+def _faults(text: str) -> list[tuple[str, str]]:
+    """``component:action,...`` checked against ``ACTIONS``."""
+    out = []
+    for item in text.split(","):
+        component, _, action = item.strip().partition(":")
+        if action not in ACTIONS.get(component, ()):
+            raise argparse.ArgumentTypeError(f"unknown fault {item!r}; known: {ACTIONS}")
+        out.append((component, action))
+    return out
 
 
 def run_all(args: argparse.Namespace) -> Results:
