@@ -102,7 +102,8 @@ def evaluate(
             false_hits.append(
                 {"line": i + 1, "cached": a, "asked": b, "cosine": round(cos, 4),
                  "verifier_score": round(match.score, 4),
-                 "confidence": round(match.confidence, 4), "reason": match.reason}
+                 "confidence": round(match.confidence, 4), "reason": match.reason,
+                 "steps": [str(step) for step in match.steps]}
             )  # fmt: skip
         if (i + 1) % 2000 == 0:
             rate = (i + 1) / (time.perf_counter() - t_all)
@@ -173,4 +174,5 @@ def false_hit_lines(false_hits: list[dict[str, Any]]) -> list[str]:
         )
         lines.append(f"    cached: {h['cached']!r}")
         lines.append(f"    asked:  {h['asked']!r}")
+        lines.extend(f"    {step}" for step in h.get("steps", []))
     return lines

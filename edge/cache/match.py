@@ -1,21 +1,26 @@
 """Should this cached answer be served for this question? (pure; no I/O)
 
-Redis returns the nearest entries inside the request's hard partition; this module decides.
+Redis returns the nearest entries inside the request's hard partition (``partition``); this
+module decides, in one chain of named steps (``Match.steps`` lists those that ran, the last
+one decided; ``eval cache --show-false-hits`` and the debug log print them):
 
-1. Below ``floor`` cosine a neighbour is not even a candidate (no verifier run).
-2. The same question, word for word, is served.
+1. ``exact``: the same question, word for word, is served (whatever its cosine).
+2. ``floor``: below ``floor`` cosine a neighbour is not even a candidate (no verifier run).
 3. Without a verifier (none was prepared: its training data was absent) nothing else is
    served, unless the operator opted in to a plain cosine threshold (``min_similarity``).
-4. A candidate whose question asks the opposite of the new one (``contrast_by``: a swapped
-   direction or argument order, an antonym, a negation, another number, unit or name, an
-   added condition) is never served, whatever its cosine or score: such pairs embed at
-   0.95-0.99 and QQP, the verifier's training data, rarely shows them.
-5. A candidate that is the new question reworded (``reworded``: contractions, filler,
-   plurals, listed synonyms, a moved qualifier; the same words in meaning) is served: the
-   MLP, trained on QQP's noisy near-identical pairs, refuses many of these.
-6. Otherwise the pairwise verifier scores each candidate (its MLP, then the cross-encoder
-   on what the MLP did not rule out); the best one is served when the entry's estimated
-   precision at that score is at least ``1 - delta``.
+4. ``veto:contrast``: a candidate whose question asks the opposite of the new one
+   (``contrast_by``: a swapped direction or argument order, an antonym, a negation, another
+   operator, number, unit or name, an added condition) is never served, whatever its
+   cosine or score: such pairs embed at 0.95-0.99 and QQP, the verifier's training data,
+   rarely shows them.
+5. ``reworded``: a candidate that is the new question reworded (contractions, filler,
+   plurals, listed synonyms, a moved qualifier; the same words in meaning, every operator,
+   number and negation kept) is served: the MLP, trained on QQP's noisy near-identical
+   pairs, refuses many of these.
+6. Otherwise the pairwise verifier scores each candidate: ``veto:told_apart`` (the asked
+   question names or asks more than the cached one: score 0), ``scorer:mlp``, then
+   ``scorer:cross_encoder`` on what the MLP did not settle; ``picker:delta`` serves the best
+   one when the entry's estimated precision at that score is at least ``1 - delta``.
 
 Per-entry adaptation, in the spirit of vCache (Schroeder et al., arXiv 2502.03771;
 implemented from the paper): the verifier's held-out calibration is a prior worth
@@ -33,12 +38,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from edge.cache.contrast import contrast_by
+from edge.cache.pair_checks import told_apart_by
 from edge.cache.rewording import reworded
 from edge.cache.verifier import ARTIFACT, Verifier, pair_features
 from edge.metrics import EdgeMetrics
@@ -88,6 +94,18 @@ class MatchPolicy:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One step of the decision and what it found: ``eval cache --show-false-hits`` and the
+    debug log show them."""
+
+    name: str
+    verdict: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.verdict}"
+
+
+@dataclass(frozen=True)
 class Match:
     candidate: Candidate | None
     score: float
@@ -97,6 +115,11 @@ class Match:
     # exact_only (no verifier: semantic matching off)
     reason: str
     contrast: str | None = None  # with reason "contrast": which (contrast.CONTRASTS)
+    steps: tuple[Step, ...] = ()  # the chain as it ran; the last step decided
+
+    @property
+    def decided_by(self) -> str:
+        return self.steps[-1].name if self.steps else "none"
 
 
 NO_MATCH = Match(None, 0.0, 0.0, False, "none")
@@ -146,47 +169,77 @@ class Matcher:
         *,
         draw: float = 1.0,
     ) -> Match:
-        """``draw`` is a uniform random number in [0, 1) for exploration (1.0: never)."""
+        """One chain, each step named in ``Match.steps`` (the last one decided):
+        filters (``partition``: Redis's neighbours; ``exact``; ``floor``) -> ``veto:contrast``
+        -> ``reworded`` -> scorers (``scorer:cosine`` without a verifier; else
+        ``veto:told_apart``, ``scorer:mlp``, ``scorer:cross_encoder``) -> ``picker:delta``.
+        ``draw`` is a uniform random number in [0, 1) for exploration (1.0: never)."""
+        steps = [Step("partition", f"{len(candidates)} neighbours")]
+        match = self._chain(vector, text, candidates, draw, steps)
+        return replace(match, steps=tuple(steps))
+
+    def _chain(
+        self,
+        vector: np.ndarray,
+        text: str,
+        candidates: Sequence[Candidate],
+        draw: float,
+        steps: list[Step],
+    ) -> Match:
         p = self.policy
         query = normalize(text)
         for c in candidates:  # the same words: whatever the floor
             if normalize(c.prompt) == query:
+                steps.append(Step("exact", "the same words"))
                 return Match(c, 1.0, 1.0, True, "exact")
         live = [c for c in candidates if c.cosine >= p.floor]
+        steps.append(Step("floor", f"{len(live)} of {len(candidates)} at cosine >= {p.floor:.2f}"))
         if not live:
             best = max(candidates, key=lambda c: c.cosine, default=None)
             return Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
         if not self.semantic:
+            steps.append(Step("exact_only", "no verifier: only the same words are served"))
             best = max(live, key=lambda c: c.cosine)
             return Match(best, 0.0, 0.0, False, "exact_only")
         # Every candidate, whatever its cosine or score.
         told = [contrast_by(c.prompt, text) if p.contrast else None for c in live]
+        steps.append(Step("veto:contrast", _vetoed(told)))
         if all(told):
             i = max(range(len(live)), key=lambda j: live[j].cosine)
             return Match(live[i], 0.0, 0.0, False, "contrast", told[i])
         live = [c for c, why in zip(live, told, strict=True) if why is None]
         for c in live:  # the same question in other words: no model needed
             if reworded(c.prompt, text):
+                steps.append(Step("reworded", "the same words in meaning"))
                 return Match(c, 1.0, 1.0, True, "reworded")
+        steps.append(Step("reworded", f"none of {len(live)}"))
         if self.verifier is None:
             assert p.min_similarity is not None  # self.semantic
             best = max(live, key=lambda c: c.cosine)
             ok = best.cosine >= p.min_similarity
+            steps.append(Step("scorer:cosine", f"{best.cosine:.3f} vs {p.min_similarity:.2f}"))
             return Match(best, best.cosine, best.cosine, ok, "cosine" if ok else "rejected")
         scored = [c for c in live if c.vector is not None]
         if not scored:
             return Match(live[0], 0.0, 0.0, False, "rejected")
+        pairs = [(c.prompt, text) for c in scored]
+        apart = [told_apart_by(*pair) for pair in pairs]
+        steps.append(Step("veto:told_apart", _vetoed(apart)))
         features = np.stack([pair_features(c.vector, vector, c.prompt, text) for c in scored])  # type: ignore[arg-type]
-        scores = self._scores(features, [(c.prompt, text) for c in scored], scored)
+        scores = self._scores(features, pairs, scored, np.array([bool(w) for w in apart]), steps)
         i = int(np.argmax(scores))
         best, score = scored[i], float(scores[i])
         conf = self._confidence(score, best)
-        if conf < 1.0 - p.delta:
+        bar = 1.0 - p.delta
+        if conf < bar:
+            steps.append(Step("picker:delta", f"confidence {conf:.3f} < {bar:.3f}: refused"))
             return Match(best, score, conf, False, "rejected")
         # Explore less as the entry's history grows: its estimate needs fewer checks.
         rate = p.explore_rate * p.prior_strength / (p.prior_strength + len(best.observations))
         if draw < rate:
+            steps.append(Step("picker:delta", f"confidence {conf:.3f} >= {bar:.3f}: explored"))
             return Match(best, score, conf, False, "explore")
+        steps.append(Step("picker:delta", f"confidence {conf:.3f} >= {bar:.3f}: served"))
         return Match(best, score, conf, True, "verified")
 
     def _confidence(self, score: float, candidate: Candidate) -> float:
@@ -195,29 +248,46 @@ class Matcher:
         return confidence(score, prior, candidate.observations, self.policy.prior_strength)
 
     def _scores(
-        self, features: np.ndarray, pairs: list[tuple[str, str]], scored: list[Candidate]
+        self,
+        features: np.ndarray,
+        pairs: list[tuple[str, str]],
+        scored: list[Candidate],
+        apart: np.ndarray,
+        steps: list[Step],
     ) -> np.ndarray:
-        """Final scores. The cross-encoder reads only the pairs whose decision it can change:
-        where the lowest score it could give is served anyway, or the highest is still
-        refused, its run is skipped (the borderline band)."""
+        """Final scores (0 for a pair told apart). The cross-encoder reads only the pairs
+        whose decision it can change: where the lowest score it could give is served anyway,
+        or the highest is still refused, its run is skipped (the borderline band)."""
         verifier = self.verifier
         assert verifier is not None
-        mlp = verifier.mlp_scores(features, pairs)
+        mlp = np.where(apart, 0.0, verifier.score_features(features)).astype(np.float32)
+        steps.append(Step("scorer:mlp", f"best {float(mlp.max()):.3f}"))
         if verifier.stack is None or verifier.cross is None:
             return mlp
         if not self.policy.band:
+            steps.append(Step("scorer:cross_encoder", f"every pair ({len(pairs)})"))
             return verifier.stacked_scores(mlp, pairs, range(len(pairs)))
         low, high = verifier.bounds(mlp)
         bar = 1.0 - self.policy.delta
         sure = [i for i, c in enumerate(scored) if self._confidence(float(low[i]), c) >= bar]
         if sure:  # served whatever it says: the surest such candidate
+            steps.append(Step("scorer:cross_encoder", "not read: served whatever it says"))
             return np.where(np.isin(np.arange(len(scored)), sure), low, -1.0)
         maybe = [i for i, c in enumerate(scored) if self._confidence(float(high[i]), c) >= bar]
         if not maybe:  # refused whatever it says
+            steps.append(Step("scorer:cross_encoder", "not read: refused whatever it says"))
             return low
+        steps.append(Step("scorer:cross_encoder", f"{len(maybe)} of {len(pairs)} in the band"))
         scores = np.full(len(scored), -1.0, dtype=np.float32)
         scores[maybe] = verifier.stacked_scores(mlp, pairs, maybe)
         return scores
+
+
+def _vetoed(why: Sequence[str | None]) -> str:
+    """How many were vetoed and why: "2 of 3 vetoed (antonym, number)"."""
+    kinds = sorted({w for w in why if w})
+    n = sum(1 for w in why if w)
+    return f"{n} of {len(why)} vetoed" + (f" ({', '.join(kinds)})" if kinds else "")
 
 
 def _without_verifier(settings: EdgeSettings) -> str:

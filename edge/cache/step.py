@@ -243,6 +243,9 @@ class CacheStep:
             match = self.matcher.decide(vector, found.text, candidates, draw=draw)
         m.cache_lookup_seconds.observe(time.perf_counter() - t)
         m.cache_match.labels(match.reason).inc()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("cache decision %s by %s: %s", match.reason, match.decided_by,
+                      "; ".join(map(str, match.steps)))  # fmt: skip
         if near:
             m.cache_candidate_similarity.observe(near[0][0].cosine)
         if match.reason in ("verified", "rejected", "explore"):

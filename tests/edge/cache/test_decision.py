@@ -452,3 +452,34 @@ def test_the_match_policy_defaults_are_the_cache_settings() -> None:
     changed = CacheSettings(candidate_floor=0.7, false_hit_budget=0.02, cross_encoder_band=False)
     policy = MatchPolicy.of(changed)
     assert (policy.floor, policy.delta, policy.band) == (0.7, 0.02, False)
+
+
+def test_the_chain_names_the_step_that_decided() -> None:
+    m = Matcher(cosine_verifier(), MatchPolicy(floor=0.8, delta=0.05))
+    q, near = candidate(0.99, prompt="How do I solve 2x + 3 = 7?")
+
+    def decided(asked: str, *cands: Candidate) -> tuple[str, str, list[str]]:
+        match = m.decide(q, asked, list(cands))
+        return match.reason, match.decided_by, [s.name for s in match.steps]
+
+    exact = decided("how do I  solve 2x + 3 = 7?", near)
+    assert exact == ("exact", "exact", ["partition", "exact"])
+    _, far = candidate(0.5)
+    assert decided("asked?", far) == ("below_floor", "floor", ["partition", "floor"])
+    # A formula with another sign: vetoed, and the rewording step never saw it.
+    reason, by, _ = decided("How do I solve 2x - 3 = 7?", near)
+    assert (reason, by) == ("contrast", "veto:contrast")
+    assert decided("How can I solve 2x + 3 = 7?", near)[:2] == ("reworded", "reworded")
+    # A hit by the models, and a refusal: the picker decides, after every scorer ran.
+    reason, by, names = decided("Solving 2x + 3 = 7, how?", near)
+    assert (reason, by) == ("verified", "picker:delta")
+    assert names[-3:] == ["veto:told_apart", "scorer:mlp", "picker:delta"]
+    _, weak = candidate(0.9, prompt="How do I solve 2x + 3 = 7?")
+    match = m.decide(q, "Solving 2x + 3 = 7, how?", [weak])
+    assert (match.reason, match.decided_by) == ("rejected", "picker:delta")
+    assert "refused" in str(match.steps[-1])
+    # A pair the verifier's lexical checks tell apart scores 0, and the step says why.
+    _, gst = candidate(0.99, prompt="What is GST?")
+    match = m.decide(q, "What is GST? What are its advantages?", [gst])
+    assert (match.reason, match.score) == ("rejected", 0.0)
+    assert "veto:told_apart: 1 of 1 vetoed (questions)" in map(str, match.steps)
