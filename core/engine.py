@@ -94,6 +94,10 @@ class Engine:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    def cpu_s(self) -> float | None:
+        """CPU seconds the engine's scheduler and workers have used (not its API server)."""
+        return self._child.children_cpu_s() if self._child else None
+
     def start(self) -> None:
         """Start supervising (again, after ``stop``)."""
         if self.running:

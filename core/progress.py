@@ -15,7 +15,13 @@ allowance is ``timeout_s``, or four times the engine's typical silence while it 
 longer (a moving average: a CPU engine sharing two cores with others can take seconds per
 step and is slow, not wedged; one slow step moves it little; capped at ten times
 ``timeout_s``), plus time for the prefill of the prompts still waiting for their first
-byte. This module only decides;
+byte. An engine whose own processes compute (at least ``COMPUTING_SHARE`` of a core since
+the last poll: only a supervised engine's CPU time can be read) is slow, not wedged: a batch
+of prefills on a contended CPU went silent for 4.1 s right after a 50 % duty-cycle starve
+and was evicted while its worker ran at 100 %. Its allowance is ten times ``timeout_s``, so
+a hang that spins is still found; a frozen or deadlocked scheduler stops computing within
+a step (its worker fell to 2 % of a core in under a second, measured). This module only
+decides;
 ``core.replica`` acts on it. Pure: the clock is an argument.
 """
 
@@ -28,6 +34,8 @@ from dataclasses import dataclass
 GAP_FACTOR = 4.0
 GAP_WEIGHT = 0.1
 MAX_FACTOR = 10.0
+# The engine's processes used at least this share of a core since the last poll: computing.
+COMPUTING_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -99,13 +107,19 @@ class Progress:
             self.busy_since = now
         return now - max(self.last, self.busy_since)
 
-    def check(self, now: float, busy: bool, prefill_tokens: int = 0) -> bool:
+    def check(
+        self, now: float, busy: bool, prefill_tokens: int = 0, computing: bool = False
+    ) -> bool:
         """True when the engine has just been found wedged: work in flight (``busy``) and
-        silent past the allowance for ``prefill_tokens`` still in prefill."""
+        silent past the allowance for ``prefill_tokens`` still in prefill (ten times
+        ``timeout_s`` while its processes are ``computing``)."""
         silent = self.silent_s(now, busy)
         if self.wedged or not self.policy.enabled or not busy:
             return False
-        return silent > self.allowance_s(prefill_tokens) and self.lost()
+        allowance = self.allowance_s(prefill_tokens)
+        if computing:
+            allowance = max(allowance, MAX_FACTOR * self.policy.timeout_s)
+        return silent > allowance and self.lost()
 
     def allowance_s(self, prefill_tokens: int = 0) -> float:
         return self.policy.allowance_s(prefill_tokens, self.gap)

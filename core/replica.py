@@ -17,7 +17,7 @@ import httpx
 from core.balancer import Candidate, EngineLoad, external_load, parse_engine_load
 from core.engine import Engine, EngineHealth
 from core.pool_config import ReplicaConfig
-from core.progress import Progress, ProgressPolicy
+from core.progress import COMPUTING_SHARE, Progress, ProgressPolicy
 from shared.tasks import cancel_and_wait
 
 log = logging.getLogger("edgecore.core.replica")
@@ -60,6 +60,7 @@ class Replica:
         self.on_change = on_change
         self.progress = Progress(progress or ProgressPolicy(), time.monotonic())
         self._canary: asyncio.Task[None] | None = None
+        self._cpu: tuple[float, float] | None = None  # (when, the engine's CPU seconds)
         self.engine = (
             Engine(
                 config.engine, home, log_file, on_change, name=f"engine {config.name}",
@@ -189,10 +190,19 @@ class Replica:
     def prefill_tokens(self) -> int:
         return sum(lease.prefill_tokens for lease in self.leases)
 
+    def computing(self, now: float) -> bool:
+        """Whether a supervised engine's processes used ``COMPUTING_SHARE`` of a core since
+        the last call (False when unknown: an engine run elsewhere)."""
+        cpu = self.engine.cpu_s() if self.engine is not None else None
+        previous, self._cpu = self._cpu, (now, cpu) if cpu is not None else None
+        if cpu is None or previous is None or now <= previous[0]:
+            return False
+        return (cpu - previous[1]) / (now - previous[0]) >= COMPUTING_SHARE
+
     def watch(self, now: float) -> None:
         """Once per metrics poll: find a wedge, and send a canary if one is due."""
         busy = self.in_flight > 0
-        if self.progress.check(now, busy, self.prefill_tokens()):
+        if self.progress.check(now, busy, self.prefill_tokens(), self.computing(now)):
             silent = self.progress.silent_s(now, busy)
             self._wedge(f"no progress for {silent:.1f}s with {self.in_flight} request(s) in flight")
         canary_running = self._canary is not None and not self._canary.done()

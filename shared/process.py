@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO
 
 import httpx
+import psutil
 
 log = logging.getLogger("edgecore.process")
 
@@ -45,6 +46,24 @@ class ChildProcess:
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.returncode is None
+
+    def children_cpu_s(self) -> float | None:
+        """CPU seconds (user + system) its descendants have used, not counting itself: for
+        vLLM, the engine core and its workers, which compute while the API server waits.
+        None when it is not running or no child could be read."""
+        if self.proc is None or self.proc.returncode is not None:
+            return None
+        try:
+            children = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.Error:
+            return None
+        total, read = 0.0, False
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                times = child.cpu_times()
+                total += times.user + times.system
+                read = True
+        return total if read else None
 
     @property
     def returncode(self) -> int | None:

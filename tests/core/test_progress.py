@@ -125,6 +125,20 @@ def test_canaries_for_idle_and_for_wedged_engines() -> None:
     assert not p.canary_due(204.0, busy=True)
 
 
+def test_an_engine_that_computes_is_slow_not_wedged() -> None:
+    # A batch of prefills on a contended CPU: silent for 4 s while its worker runs at 100 %
+    # (bench.chaos, right after a 50 % duty-cycle starve). A spinning hang is still found.
+    p = Progress(POLICY, now=0.0)
+    p.started(0.0)
+    assert not p.check(4.0, busy=True, computing=True)
+    assert not p.check(29.9, busy=True, computing=True)
+    assert p.check(30.1, busy=True, computing=True)
+    # A frozen scheduler computes nothing: found at the plain allowance.
+    p = Progress(POLICY, now=0.0)
+    p.started(0.0)
+    assert p.check(3.1, busy=True, computing=False)
+
+
 def test_off_means_off() -> None:
     p = Progress(ProgressPolicy(timeout_s=0.0, canary_idle_s=0.0), now=0.0)
     p.started(0.0)
@@ -230,6 +244,32 @@ def test_an_idle_wedged_replica_is_found_by_its_canary() -> None:
         await replica.aclose()
 
     asyncio.run(run())
+
+
+class FakeSupervised:
+    """A supervised engine's CPU clock, as ``Engine.cpu_s`` reads it."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+
+    def cpu_s(self) -> float:
+        return self.cpu
+
+
+def test_a_replica_reads_whether_its_engine_computes() -> None:
+    policy = ProgressPolicy(timeout_s=0.2, prefill_tokens_per_s=1000.0, canary_idle_s=0.0)
+    replica, _ = replica_with(FakeEngine(), policy)
+    supervised = FakeSupervised()
+    replica.engine = supervised  # type: ignore[assignment]
+    assert not replica.computing(0.0)  # nothing to compare with yet
+    supervised.cpu = 0.9
+    assert replica.computing(1.0)  # 90 % of a core
+    supervised.cpu = 0.92
+    assert not replica.computing(2.0)  # 2 %: the scheduler stopped
+    supervised.cpu = 0.1  # a restarted engine: its clock starts over
+    assert not replica.computing(3.0)
+    replica.engine = None  # an engine run elsewhere: unknown, never "computing"
+    assert not replica.computing(4.0)
 
 
 def test_a_busy_healthy_replica_stays_in_rotation() -> None:
