@@ -64,6 +64,9 @@ ACTIONS = {
     "scheduler": ("freeze", "kill"),
 }
 COMPONENTS = tuple(ACTIONS)
+# /readyz polls lag the probe requests a little: this long after the probe recovered, a
+# part missing from /readyz is no longer the fault's doing.
+RECOVERED_SLACK_S = 5.0
 
 
 @dataclass
@@ -331,11 +334,15 @@ class Chaos:
 
     def detect_from_readyz(self) -> None:
         """When the edge's /readyz first listed the faulted part as missing (or did not
-        answer), before the next fault; when it stopped listing it after the fault ended."""
+        answer), before the next fault and before the fault's path recovered (a readyz
+        without answer a minute after a starve recovered in 3.5 s is not the starve's); when
+        it stopped listing it after the fault ended."""
         for i, f in enumerate(self.faults):
             part = "redis" if f.component == "redis" else "core"
             ended = f.ended or f.at
             nxt = self.faults[i + 1].at if i + 1 < len(self.faults) else float("inf")
+            if f.recover_s is not None:
+                nxt = min(nxt, ended + f.recover_s + RECOVERED_SLACK_S)
             before = [d for t, d in self.readyz if t < f.at]
             if before and before[-1] is not None and part in before[-1]:
                 f.note += f" {part} was already missing from /readyz before it;"
