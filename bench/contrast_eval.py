@@ -21,6 +21,12 @@ contrast veto (``edge.cache.contrast.contrast_by``) and without it, on:
   0.26 on the `make test` build) is the blind figure; a few rules came from reading its
   misses after that ("non-" negates, "one" is "1", a moved purpose clause or adverb,
   delete/remove), so later runs on it are optimistic too;
+* ``tests/data/contrast_blind2.jsonl``, a fourth set written blind for issue 32 (by a
+  helper who saw no code, rule or earlier set): 351 different questions in new kinds (role
+  swaps, sibling entities, added scope, antonyms, intent flips, formulas, numbers,
+  negations, directions) and 189 true rewordings (typos, preambles, voice, abbreviations,
+  symmetric comparisons, few shared words, synonyms, reordering, contractions and filler).
+  Its first run is in ``docs/cache.md``; from then on it is a dev set;
 * the QQP test split of ``../shared/data/cache`` (skipped when absent): precision and recall
   of the default decision before and after the veto;
 * the GPTCache paraphrase mock (all paraphrases): recall before and after.
@@ -50,6 +56,7 @@ from tools.prepare.pair_split import split
 DEV = Path(__file__).resolve().parents[1] / "tests" / "data" / "contrast_dev.jsonl"
 HOLDOUT = DEV.with_name("contrast_holdout.jsonl")
 BLIND = DEV.with_name("contrast_blind.jsonl")
+BLIND2 = DEV.with_name("contrast_blind2.jsonl")
 
 
 def load_dev(path: Path) -> list[dict[str, Any]]:
@@ -129,7 +136,7 @@ def pair_set(
 
 def table(results: dict[str, Any]) -> str:
     lines = []
-    for name in ("dev", "holdout", "blind"):
+    for name in ("dev", "holdout", "blind", "blind2"):
         if results.get(name):
             lines.extend(contrast_table(name, results[name]))
     return "\n".join(lines + pair_table(results))
@@ -172,6 +179,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dev", type=Path, default=DEV)
     parser.add_argument("--holdout", type=Path, default=HOLDOUT)
     parser.add_argument("--blind", type=Path, default=BLIND)
+    parser.add_argument("--blind2", type=Path, default=BLIND2)
     parser.add_argument("--data", type=Path, default=DATA, help="../shared/data/cache")
     parser.add_argument(
         "--limit", type=int, default=None, help="pairs per QQP/GPTCache set (0: dev set only)"
@@ -194,6 +202,7 @@ def run_all(args: argparse.Namespace) -> Results:
         "dev": dev_set(load_dev(args.dev), embedder, matcher),
         "holdout": dev_set(load_dev(args.holdout), embedder, matcher),
         "blind": dev_set(load_dev(args.blind), embedder, matcher),
+        "blind2": dev_set(load_dev(args.blind2), embedder, matcher),
     }
     qqp = args.data / "qqp_pairs.jsonl"
     if args.limit == 0:
