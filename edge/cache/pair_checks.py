@@ -168,9 +168,11 @@ def extra_questions(cached: str, asked: str) -> int:
 
 
 # Two sides of one axis ("positive effects" / "negative effects" embed at cosine 0.97).
-# Words on a side are one another's synonyms here. Only axes where the two sides ask for
-# different answers: not yes/no attributes ("Is coffee good?" / "Is coffee bad?", "safe",
-# "legal", "possible") nor comparatives ("Is tea more harmful?" / "less harmful").
+# Words on a side are one another's synonyms here. Only axes where the asked question wants
+# the other side's list or figure. Yes/no attributes ("Is coffee good?" / "Is coffee bad?",
+# "safe" / "unsafe", "legal" / "illegal") are opposites too, since "Yes" answers one and not
+# the other: ``contrast.opposed_words`` vetoes those before any score, so they are not
+# repeated here. Comparatives ("more harmful" / "less harmful") are left to the models.
 _SIDES = (
     ("positive advantage advantages benefit benefits pro pros upside upsides merit merits "
      "strength strengths", "negative disadvantage disadvantages drawback drawbacks con cons "
