@@ -90,8 +90,11 @@ def scheduler_pid(engine: int | None) -> int | None:
     return None
 
 
-def rss_mb(stack: Stack) -> dict[str, float | None]:
-    """Resident memory of each part (with its descendants; the core's without its engine)."""
+def rss_mb(stack: Stack, *, private: bool = False) -> dict[str, float | None]:
+    """Resident memory of each part (with its descendants; the core's without its engine).
+    ``private``: without file-backed and shared pages (RSS minus psutil's ``shared``), what a
+    leak grows; RSS also counts the pages of mapped files, such as the edge model's weights,
+    which come in as prompts touch them and which the kernel may drop."""
     import psutil  # type: ignore[import-untyped]
 
     out: dict[str, float | None] = {}
@@ -116,7 +119,8 @@ def rss_mb(stack: Stack) -> dict[str, float | None]:
             for p in procs:
                 if p.pid not in skip:
                     with contextlib.suppress(psutil.NoSuchProcess):
-                        total += p.memory_info().rss
+                        info = p.memory_info()
+                        total += info.rss - info.shared if private else info.rss
             out[name] = round(total / 2**20, 1)
         except psutil.NoSuchProcess:
             out[name] = None
