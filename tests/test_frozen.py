@@ -160,6 +160,42 @@ def test_frozen_supervised_engine_is_unhealthy_at_once_and_restarted_when_it_sta
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
+def test_a_wedged_supervised_engine_is_restarted_though_its_health_answers(
+    tmp_path: Path,
+) -> None:
+    """Issue 33: /health stays 200, the replica found no progress (``set_wedged``): the
+    restart clock runs as for an engine that stopped answering. Progress back before the
+    deadline stops it."""
+
+    async def scenario() -> None:
+        engine = Engine(
+            FakeEngineConfig(port=free_port()), tmp_path, None, None, "engine fake",
+            health=EngineHealth(interval_s=0.2, timeout_s=0.5, wedged_restart_s=2.0),
+        )  # fmt: skip
+        engine.start()
+        try:
+            await engine.wait_ready(60)
+            pid = engine.pid
+            engine.set_wedged(True)
+            await asyncio.sleep(1.0)
+            engine.set_wedged(False)  # it moved again in time: the same process
+            await asyncio.sleep(2.5)
+            assert engine.pid == pid and engine.restarts == 0
+            engine.set_wedged(True)  # wedged for good
+            t = time.monotonic()
+            while engine.restarts == 0:
+                assert time.monotonic() - t < 20, "not restarted"
+                await asyncio.sleep(0.05)
+            assert 1.5 < time.monotonic() - t, "restarted before WEDGED_RESTART_S"
+            await engine.wait_ready(60)
+            assert engine.pid != pid and engine.wedged == 1
+        finally:
+            await engine.stop()
+
+    asyncio.run(scenario())
+
+
 def session_for(replica: str, names: list[str]) -> str:
     """A session id whose conversation prefers ``replica`` (rendezvous affinity)."""
     for i in range(1000):
