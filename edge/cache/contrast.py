@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 from edge.cache.contrast_swaps import swapped
-from edge.cache.contrast_words import PUNCTUATION, contrast_words, operators
+from edge.cache.contrast_words import NEGATORS, PUNCTUATION, contrast_words, operators
 from edge.cache.pair_checks import new_names
 
 # Two sides of a polarity axis: a word on one side in one question and on the other side in
@@ -134,14 +134,9 @@ def opposed_words(cached: str, asked: str) -> tuple[str, str] | None:
     return None
 
 
-# "without" too: "with no money" is "without any money"; "bread" / "bread without yeast".
-# "non" is the prefix of "non-toxic" (the words are split at the hyphen).
-_NEGATORS = frozenset("not no never nobody nothing none neither nor noone without non".split())
-
-
 def negations(text: str) -> int:
     """How many negating words ("not", "n't", "never", "no", ...), "or not" aside."""
-    return sum(w in _NEGATORS for w in contrast_words(text))
+    return sum(w in NEGATORS for w in contrast_words(text))
 
 
 _NUMBER_WORDS = {

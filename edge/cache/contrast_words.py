@@ -48,6 +48,10 @@ _PHRASES = (
 )  # fmt: skip
 _SYMBOLS = {"$": " usd ", "€": " eur ", "£": " gbp ", "¥": " jpy ", "₹": " inr ", "%": " percent ",
             "°c": " celsius ", "°f": " fahrenheit ", "°": " degree "}  # fmt: skip
+# Negating words, one table for the contrast check and the rewording step. "without" too:
+# "with no money" is "without any money"; "bread" / "bread without yeast". "non" is the
+# prefix of "non-toxic" (the words are split at the hyphen).
+NEGATORS = frozenset("not no never nobody nothing none neither nor noone without non".split())
 # The punctuation tokens ``contrast_words`` keeps (clause boundaries for the checks).
 PUNCTUATION = frozenset(",;:?!.")
 _CONTRAST_TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*|[,;:?!]|\.(?=\s|$)")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from edge.cache.contrast_words import PUNCTUATION, contrast_words
+from edge.cache.contrast_words import NEGATORS, PUNCTUATION, contrast_words
 from edge.cache.pair_checks import _stem
 
 # Words whose presence or absence does not change the question asked.
@@ -118,7 +118,6 @@ def _unread(text: str) -> list[str]:
 # Sentence punctuation and quotes (contractions) may differ; no other mark may.
 _PROSE_MARKS = re.compile(r"""[.,!?;:]+(?=\s|$)|['"\u2018\u2019\u201c\u201d]""")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_NEGATING = frozenset("not no never none nothing nobody nowhere neither nor without".split())
 _NOT = re.compile(r"n['\u2019]t\b|(?<=can)not\b")
 
 
@@ -127,7 +126,7 @@ def _fixed(text: str) -> tuple[list[str], list[str], int]:
     (operators, signs, brackets, symbols), the numbers as written, and the negations."""
     marks = [c for c in _PROSE_MARKS.sub(" ", text) if not (c.isalnum() or c.isspace() or c == "_")]
     words = re.findall(r"[a-z]+", _NOT.sub(" not", text.lower()))
-    return marks, _NUMBER.findall(text), sum(w in _NEGATING for w in words)
+    return marks, _NUMBER.findall(text), sum(w in NEGATORS for w in words)
 
 
 def reworded(cached: str, asked: str) -> bool:
