@@ -47,7 +47,7 @@ import numpy as np
 
 from bench.cache_quality import DATA, scored
 from bench.common import Results, progress, run_bench
-from edge.cache.eval import load_pairs, rates
+from edge.cache.eval import load_pairs, operating_points, rates
 from edge.cache.match import Candidate, Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
@@ -66,15 +66,18 @@ def load_dev(path: Path) -> list[dict[str, Any]]:
 
 def decide_all(
     pairs: list[tuple[str, str, int]], va: np.ndarray, vb: np.ndarray, matcher: Matcher
-) -> tuple[np.ndarray, list[str]]:
-    """Served per pair, and the decision's reason (with the contrast kind)."""
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Served per pair, the decision's reason (with the contrast kind), and its score (0
+    where a veto or the floor refused it)."""
     served = np.zeros(len(pairs), dtype=bool)
+    scores = np.zeros(len(pairs))
     reasons = []
     for i, (a, b, _) in enumerate(pairs):
         m = matcher.decide(vb[i], b, [Candidate("a", float(va[i] @ vb[i]), a, va[i])])
         served[i] = m.serve
+        scores[i] = m.score
         reasons.append(f"contrast:{m.contrast}" if m.contrast else m.reason)
-    return served, reasons
+    return served, reasons, scores
 
 
 def variants(matcher: Matcher) -> dict[str, Matcher]:
@@ -91,7 +94,7 @@ def dev_set(rows: list[dict[str, Any]], embedder: Embedder, matcher: Matcher) ->
     cosine = np.einsum("ij,ij->i", va, vb)
     out: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum())}
     for name, m in variants(matcher).items():
-        served, reasons = decide_all(pairs, va, vb, m)
+        served, reasons, _ = decide_all(pairs, va, vb, m)
         kinds: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "served": 0})
         for r, s in zip(rows, served, strict=True):
             k = kinds[f"{'paraphrase' if r['label'] else 'opposite'}/{r['kind']}"]
@@ -125,12 +128,16 @@ def pair_set(
     va, vb, labels = scored(pairs, embedder)
     out: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum())}
     for variant, m in variants(matcher).items():
-        served, reasons = decide_all(pairs, va, vb, m)
+        served, reasons, scores = decide_all(pairs, va, vb, m)
         vetoed: dict[str, int] = defaultdict(int)
         for why, label in zip(reasons, labels, strict=True):
             if why.startswith("contrast:"):
                 vetoed[f"{why} label={label}"] += 1
-        out[variant] = {**rates(served, labels), "contrast_vetoes": dict(sorted(vetoed.items()))}
+        out[variant] = {
+            **rates(served, labels),
+            **operating_points(scores, labels),
+            "contrast_vetoes": dict(sorted(vetoed.items())),
+        }
     return out
 
 
@@ -170,7 +177,9 @@ def pair_table(results: dict[str, Any]) -> list[str]:
             d = r[v]
             lines.append(
                 f"  {v:<8} precision {d['precision']:.3f} recall {d['recall']:.3f} "
-                f"hits {d['hits']} false hits {d['false_hits']}"
+                f"hits {d['hits']} false hits {d['false_hits']}; by score: precision "
+                f"{d['precision_at_recall_0.40']:.3f} at recall 0.40, recall "
+                f"{d['recall_at_precision_0.95']:.3f} at precision 0.95"
             )
     return lines
 

@@ -77,6 +77,28 @@ def curve(scores: np.ndarray, labels: np.ndarray, thresholds: list[float]) -> li
     return [{"threshold": t, **rates(scores >= t, labels)} for t in thresholds]
 
 
+def operating_points(
+    scores: np.ndarray, labels: np.ndarray, recall: float = 0.40, precision: float = 0.95
+) -> dict[str, float]:
+    """Precision where the recall first reaches ``recall``, and the highest recall whose
+    precision is at least ``precision``, over a threshold at every distinct score."""
+    order = np.argsort(-scores, kind="stable")
+    s, y = scores[order], labels[order].astype(np.float64)
+    last = np.r_[s[1:] != s[:-1], True]  # a threshold serves every pair of its score
+    tp, served = np.cumsum(y)[last], np.arange(1, len(y) + 1)[last]
+    rec, prec = tp / max(float(y.sum()), 1.0), tp / served
+    reached = np.nonzero(rec >= recall)[0]
+    good = prec >= precision
+    return {
+        f"precision_at_recall_{recall:.2f}": round(float(prec[reached[0]]), 4)
+        if len(reached)
+        else 0.0,
+        f"recall_at_precision_{precision:.2f}": round(float(rec[good].max()), 4)
+        if good.any()
+        else 0.0,
+    }
+
+
 def evaluate(
     pairs: list[tuple[str, str, int]], embedder: Embedder, matcher: Matcher
 ) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge.cache.eval import load_pairs
+from edge.cache.eval import load_pairs, operating_points
 from edge.cache.match import Candidate, Matcher, MatchPolicy, confidence, load_matcher
 from edge.cache.pair_checks import (
     LEXICAL,
@@ -483,3 +483,15 @@ def test_the_chain_names_the_step_that_decided() -> None:
     match = m.decide(q, "What is GST? What are its advantages?", [gst])
     assert (match.reason, match.score) == ("rejected", 0.0)
     assert "veto:told_apart: 1 of 1 vetoed (questions)" in map(str, match.steps)
+
+
+def test_operating_points_read_the_score_curve() -> None:
+    scores = np.array([0.9, 0.8, 0.8, 0.7, 0.6, 0.0])
+    labels = np.array([1, 1, 0, 1, 0, 1])
+    points = operating_points(scores, labels, recall=0.5, precision=0.95)
+    # Recall first reaches 0.5 at 0.8 (serving both 0.8s: 2 right of 3); precision 0.95
+    # holds only at 0.9 (1 of 4 positives).
+    assert points == {"precision_at_recall_0.50": 0.6667, "recall_at_precision_0.95": 0.25}
+    assert operating_points(np.zeros(3), np.zeros(3)) == {
+        "precision_at_recall_0.40": 0.0, "recall_at_precision_0.95": 0.0
+    }  # fmt: skip
