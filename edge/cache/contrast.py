@@ -3,8 +3,8 @@
 ``contrast_by`` is a decision-time veto applied by ``Matcher.decide`` to every candidate,
 on top of the verifier (whose training and calibration it leaves alone). It is symmetric
 and strict on purpose: one wrong answer costs a user more than a hundred misses, so a
-rewording it cannot tell from a contrast is a miss, never a hit. Pure, no models; the
-word lists it shares with the verifier's checks live in ``edge.cache.pair_checks``.
+rewording it cannot tell from a contrast is a miss, never a hit. Pure, no models; its word
+tables are ``shared.lexicon``'s, which the hard-pair generator teaches the models from.
 """
 
 from __future__ import annotations
@@ -13,80 +13,15 @@ import re
 from collections import Counter
 
 from edge.cache.contrast_swaps import swapped
-from edge.cache.contrast_words import NEGATORS, PUNCTUATION, contrast_words, operators
 from edge.cache.pair_checks import new_names
+from shared.lexicon import AXES, NEGATORS, PUNCTUATION, axis_sides, contrast_words, operators
 
-# Two sides of a polarity axis: a word on one side in one question and on the other side in
-# the other is a different question, whatever the embedding says. Words on a side are one
-# another's synonyms here (so "enable" / "turn on" is no contrast).
-_POLARITY = (
-    ("safe safer safest", "unsafe dangerous risky riskier"),
-    ("good healthy beneficial", "bad harmful unhealthy"),
-    ("better", "worse"),
-    ("best", "worst"),
-    ("enable enabled enabling activate allow allowed unblock show display unhide",
-     "disable disabled disabling deactivate block blocked deny forbid ban hide"),
-    ("increase increasing raise boost more grow higher maximize",
-     "decrease decreasing reduce reducing lower cut less fewer shrink minimize"),
-    ("high highest", "low lowest"),
-    ("import importing", "export exporting"),
-    ("upload uploading", "download downloading"),
-    ("encrypt encrypted encrypting encryption", "decrypt decrypted decrypting decryption"),
-    ("encode encoded encoding", "decode decoded decoding"),
-    ("before", "after"),
-    ("minimum min", "maximum max"),
-    ("buy buying purchase", "sell selling"),
-    ("ascending", "descending"),
-    ("hot hotter warm warmer", "cold colder cool cooler"),
-    ("open opening", "close closing shut"),
-    ("add adding append insert", "remove removing delete deleting"),
-    ("true", "false"),
-    ("fast faster fastest quick quicker quickest", "slow slower slowest"),
-    ("early earlier earliest", "late later latest"),
-    ("cheap cheaper cheapest", "expensive priciest pricey"),
-    ("push pushing", "pull pulling"),
-    ("start starting begin beginning", "stop stopping end ending finish"),
-    ("win winning gain gaining", "lose losing loss"),
-    ("include including", "exclude excluding"),
-    ("input", "output"),
-    ("send sending", "receive receiving"),
-    ("deposit", "withdraw"),
-    ("lend lending", "borrow borrowing"),
-    ("credit", "debit"),
-    ("arrival arrive arriving", "departure depart departing"),
-    ("inbound", "outbound"),
-    ("big bigger biggest large larger largest", "small smaller smallest"),
-    ("heavy heavier heaviest", "light lighter lightest"),
-    ("long longer longest", "short shorter shortest"),
-    ("strong stronger strongest", "weak weaker weakest"),
-    ("rich", "poor"),
-    ("wet", "dry"),
-    ("positive", "negative"),
-    ("advantage advantages pro pros benefit benefits upside", "disadvantage disadvantages con "
-     "cons drawback drawbacks downside"),
-    ("male men man", "female women woman"),
-    ("husband boyfriend", "wife girlfriend"),
-    ("love", "hate"),
-    ("north", "south"),
-    ("east", "west"),
-    ("above", "below"),
-    ("inside indoors", "outside outdoors"),
-    ("uppercase upper", "lowercase"),
-    ("zip zipping", "unzip unzipping"),
-    ("follow", "unfollow"),
-    ("accept", "decline reject"),
-    ("legal", "illegal"),
-    ("agree", "disagree"),
-    ("overestimate", "underestimate"),
-    ("hire hiring", "fire firing"),
-    ("expand expanding", "collapse collapsing"),
-    ("pause pausing", "resume resuming"),
-    ("speed_up", "slow_down"),
-)  # fmt: skip
+# Two sides of a polarity axis (``shared.lexicon.AXES``): a word on one side in one question
+# and on the other side in the other is a different question, whatever the embedding says.
 _SIDE_OF: dict[str, set[tuple[int, int]]] = {}
-for _axis, _pair in enumerate(_POLARITY):
-    for _side, _words in enumerate(_pair):
-        for _w in _words.split():
+for _axis, _line in enumerate(AXES):
+    for _side, _words in enumerate(axis_sides(_line)):
+        for _w in _words:
             _SIDE_OF.setdefault(_w, set()).add((_axis, _side))
 _PREFIXES = ("un", "in", "im", "il", "ir", "dis", "de", "non")
 _PAIRED_PREFIXES = (("over", "under"), ("in", "ex"), ("up", "down"), ("en", "de"))

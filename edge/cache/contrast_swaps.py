@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edge.cache.contrast_words import PUNCTUATION, contrast_words
-from edge.cache.pair_checks import _NEGATIONS, _QWORDS, _STOP
+from shared.lexicon import NEGATIONS, PUNCTUATION, QUESTION_WORDS, STOPWORDS, contrast_words
 
 _DETERMINERS = frozenset(
     "a an the my your our their his her its this that these those some".split()
@@ -22,7 +21,9 @@ _RELATIONS = {
 }  # fmt: skip
 # Between two swapped arguments, these keep the meaning ("A or B?", "A and B").
 _SYMMETRIC = frozenset(("and", "or", "vs", "with", "between", "&", "nor"))
-_CONTENT_STOP = _STOP | _QWORDS | _NEGATIONS | _DETERMINERS | frozenset(_RELATIONS) | _SYMMETRIC
+_CONTENT_STOP = (
+    STOPWORDS | QUESTION_WORDS | NEGATIONS | _DETERMINERS | frozenset(_RELATIONS) | _SYMMETRIC
+)
 
 
 def _content(word: str) -> bool:

@@ -18,6 +18,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from shared.lexicon import (
+    AXES,
+    LIST_AXES,
+    NEGATIONS,
+    QUESTION_WORDS,
+    STOPWORDS,
+    axis_pairs,
+    axis_sides,
+)
+
 LEXICAL = (
     "cosine",
     "exact",
@@ -33,21 +43,6 @@ LEXICAL = (
 
 _TOKEN = re.compile(r"[A-Za-z0-9']+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-_QWORDS = frozenset(
-    "what why how when where who whom whose which is are was were can could do does did "
-    "should would will shall may might".split()
-)
-_NEGATIONS = frozenset(
-    "not no never none nobody nothing neither nor without cannot can't don't doesn't didn't "
-    "isn't aren't wasn't weren't won't wouldn't shouldn't couldn't hasn't haven't".split()
-)
-_STOP = frozenset(
-    "a an the of to in on at for from by with and or but if then than as is are was were be "
-    "been being do does did can could should would will shall may might must i you he she it "
-    "we they me my your his her its our their this that these those there here what why how "
-    "when where who whom whose which some any all more most much many very so just about into "
-    "over after before out up down get got have has had one s".split()
-)
 
 
 def _tokens(text: str) -> list[str]:
@@ -63,12 +58,12 @@ def lexical_features(a: str, b: str, cosine: float) -> np.ndarray:
     """Pure, cheap checks a bi-encoder is known to miss (unscaled)."""
     ta, tb = _tokens(a), _tokens(b)
     la, lb = [t.lower() for t in ta], [t.lower() for t in tb]
-    qa = next((t for t in la if t in _QWORDS), "")
-    qb = next((t for t in lb if t in _QWORDS), "")
-    neg_a = sum(t in _NEGATIONS or t.endswith("n't") for t in la)
-    neg_b = sum(t in _NEGATIONS or t.endswith("n't") for t in lb)
-    ca = {t for t in la if t not in _STOP}
-    cb = {t for t in lb if t not in _STOP}
+    qa = next((t for t in la if t in QUESTION_WORDS), "")
+    qb = next((t for t in lb if t in QUESTION_WORDS), "")
+    neg_a = sum(t in NEGATIONS or t.endswith("n't") for t in la)
+    neg_b = sum(t in NEGATIONS or t.endswith("n't") for t in lb)
+    ca = {t for t in la if t not in STOPWORDS}
+    cb = {t for t in lb if t not in STOPWORDS}
     union = ca | cb
     return np.array(
         [
@@ -88,7 +83,7 @@ def lexical_features(a: str, b: str, cosine: float) -> np.ndarray:
 
 
 _WORD = re.compile("[A-Za-z0-9][A-Za-z0-9'\u2019]*")  # \u2019: a typographic apostrophe
-_FUNCTION_WORDS = _STOP | _QWORDS | _NEGATIONS
+_FUNCTION_WORDS = STOPWORDS | QUESTION_WORDS | NEGATIONS
 
 
 def _stem(word: str) -> str:
@@ -167,36 +162,12 @@ def extra_questions(cached: str, asked: str) -> int:
     return max(0, max(1, len(questions(asked))) - max(1, len(questions(cached))))
 
 
-# Two sides of one axis ("positive effects" / "negative effects" embed at cosine 0.97).
-# Words on a side are one another's synonyms here. Only axes where the asked question wants
-# the other side's list or figure. Yes/no attributes ("Is coffee good?" / "Is coffee bad?",
-# "safe" / "unsafe", "legal" / "illegal") are opposites too, since "Yes" answers one and not
-# the other: ``contrast.opposed_words`` vetoes those before any score, so they are not
-# repeated here. Comparatives ("more harmful" / "less harmful") are left to the models.
-_SIDES = (
-    ("positive advantage advantages benefit benefits pro pros upside upsides merit merits "
-     "strength strengths", "negative disadvantage disadvantages drawback drawbacks con cons "
-     "downside downsides demerit demerits weakness weaknesses"),
-    ("best", "worst"),
-    ("easiest", "hardest"),
-    ("increase increasing raise boost", "decrease decreasing reduce reducing lower"),
-    ("gain gaining", "lose losing loss"),
-    ("win winning", "lose losing"),
-    ("buy buying", "sell selling"),
-    ("import imports importing", "export exports exporting"),
-    ("before", "after"),
-    ("start starting begin beginning", "end ending stop stopping quit quitting"),
-    ("male men man boy boys", "female women woman girl girls"),
-    ("husband boyfriend", "wife girlfriend"),
-    ("rich", "poor"),
-    ("love", "hate"),
-    ("minimum min", "maximum max"),
-    ("introvert introverts", "extrovert extroverts"),
-    ("upload", "download"),
-    ("similar similarity similarities", "different difference differences"),
-    ("fastest", "slowest"),
-)  # fmt: skip
-_AXES = tuple((frozenset(a.split()), frozenset(b.split())) for a, b in _SIDES)
+# Two sides of one axis ("positive effects" / "negative effects" embed at cosine 0.97), from
+# ``shared.lexicon``: only the axes where the asked question wants the other side's list or
+# figure (``LIST_AXES``). Yes/no attributes ("Is coffee good?" / "Is coffee bad?", "safe" /
+# "unsafe") are opposites too, since "Yes" answers one and not the other:
+# ``contrast.opposed_words`` vetoes those before any score, so they are not read here.
+_AXES = tuple(axis_sides(a) for a in AXES if axis_pairs(a)[0][0] in LIST_AXES)
 
 
 def opposite_words(cached: str, asked: str) -> set[str]:
@@ -218,7 +189,7 @@ def opposite_words(cached: str, asked: str) -> set[str]:
     return found
 
 
-_HEAD_NEGATIONS = frozenset(("not", "no", "never", "cannot"))
+_HEADNEGATIONS = frozenset(("not", "no", "never", "cannot"))
 _OR_NOT = re.compile(r"\bor not\b", re.IGNORECASE)
 
 
@@ -234,8 +205,8 @@ def negated_head(text: str) -> bool:
     """
     for sentence in re.split(r"[?.!;]", _OR_NOT.sub(" ", text)):
         words = [w.lower() for w in _TOKEN.findall(sentence)]
-        if words and words[0] in _QWORDS:
-            if any(w in _HEAD_NEGATIONS or w.endswith("n't") for w in words[:5]):
+        if words and words[0] in QUESTION_WORDS:
+            if any(w in _HEADNEGATIONS or w.endswith("n't") for w in words[:5]):
                 return True
     return False
 

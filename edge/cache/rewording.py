@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 
-from edge.cache.contrast_words import NEGATORS, PUNCTUATION, contrast_words
 from edge.cache.pair_checks import _stem
+from shared.lexicon import NEGATORS, PUNCTUATION, SYNONYMS, contrast_words
 
 # Words whose presence or absence does not change the question asked.
 _FILLER = frozenset("a an the please pls plz kindly just really actually is are am".split())
@@ -38,16 +38,6 @@ _AUXILIARY = frozenset(("do", "does", "did"))
 # "How can I", "how could you", "how do you": the generic "how do I" (who asks is the same).
 _HOW_DO = frozenset(("do", "can", "could"))
 _GENERIC = frozenset(("i", "you", "one", "we"))
-# One canonical word for each group of words with one meaning in a question. Conservative:
-# only words that mean the same in every sense a question is likely to use.
-_SYNONYMS = {
-    "repair": "fix", "film": "movie", "automobile": "car", "purchase": "buy",
-    "large": "big", "begin": "start", "kid": "child", "children": "child",
-    "photo": "picture", "photograph": "picture", "pic": "picture", "quickest": "fastest",
-    "mistake": "error", "assist": "help", "simplest": "easiest", "method": "way",
-    "u": "you", "ur": "your", "whats": "what", "tv": "television", "utilize": "use",
-    "utilise": "use", "obtain": "get", "delete": "remove", "okay": "ok",
-}  # fmt: skip
 # A block may move only when it is a qualifier: it starts with one of these (or an adverb).
 _MOVABLE = frozenset(
     "in on at for from to with without by during when while if before after since until "
@@ -78,10 +68,10 @@ def canonical(text: str) -> list[str]:
             continue
         if generic and w in _GENERIC:
             continue
-        w = _SYNONYMS.get(w, w)
+        w = SYNONYMS.get(w, w)
         stem = _stem(w)
         if stem != w and stem not in present:
-            w = _SYNONYMS.get(stem, stem)
+            w = SYNONYMS.get(stem, stem)
         out.append(w)
     return out
 

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from tools.prepare import hard_pairs as hp
+from tools.prepare.hard_pair_corpus import Corpus, entity, scope, sibling
 
 
 def rng() -> random.Random:
@@ -55,11 +56,11 @@ def test_numbers_and_units_change() -> None:
 
 
 def test_names_are_swapped_for_other_names_from_the_corpus() -> None:
-    out = hp.entity("What is the capital of France?", rng(), ["Germany"])
+    out = entity("What is the capital of France?", rng(), ["Germany"])
     assert out == "What is the capital of Germany?"
-    assert hp.entity("What is a good book?", rng(), ["Germany"]) is None  # no name inside
+    assert entity("What is a good book?", rng(), ["Germany"]) is None  # no name inside
     # A sentence's first word is no name: "Are" after a question mark stays.
-    assert hp.entity("Why? Are cats smart?", rng(), ["Germany"]) is None
+    assert entity("Why? Are cats smart?", rng(), ["Germany"]) is None
 
 
 def test_a_rule_that_does_not_apply_yields_nothing() -> None:
@@ -84,13 +85,98 @@ def test_generation_is_reproducible_capped_and_labelled_by_kind() -> None:
         "How do I convert Celsius to Fahrenheit?", "What is the capital of France?",
         "How do I sort a list in Python?", "Why is the sky blue in Paris?",
         "How many calories are in 2 eggs?", "Where do I live in London?",
+        "Can the sender recall a wire?", "What is the difference between TCP and UDP?",
     ] * 3  # fmt: skip
     out = hp.generate(texts, per_kind=2)
     assert out == hp.generate(list(reversed(texts)), per_kind=2)  # order of the input: no matter
     kinds = {k for *_, k in out}
     assert {"polarity", "direction", "comparison", "negation", "contraction"} <= kinds
+    assert {"role", "symmetric", "preamble", "typo"} <= kinds
     for kind in kinds:
         assert sum(1 for *_, k in out if k == kind) <= 2
     for a, b, label, kind in out:
         assert a != b
         assert label == (1 if kind in hp.POSITIVE_RULES else 0)
+
+
+@pytest.mark.parametrize(
+    ("rule", "question", "expected"),
+    [
+        (hp.role, "Can the sender recall a wire?", "Can the recipient recall a wire?"),
+        (hp.role, "Should the buyer pay the seller?", "Should the seller pay the buyer?"),
+        (hp.role, "Did Apple sue Samsung over patents?", "Did Samsung sue Apple over patents?"),
+        (hp.operator, "How do I solve 2x + 3 = 7?", None),
+        (hp.operator, "Why does i++ differ from ++i in C?", None),
+        (hp.intent, "How do I apply for a patent?", "How do I oppose a patent?"),
+        (hp.preamble, "How do I boil an egg?", None),
+        (hp.abbreviation, "How do I learn Kubernetes networking?", None),
+        (hp.abbreviation, "Best pizza in New York City?", "Best pizza in NYC?"),
+        (hp.symmetric, "What is the difference between TCP and UDP?",
+         "What is the difference between UDP and TCP?"),
+        (hp.symmetric, "Django vs Flask for a REST API?", "Flask vs Django for a REST API?"),
+        (hp.symmetric, "Which is better, Goa or Kerala?", "Which is better, Kerala or Goa?"),
+    ],
+)  # fmt: skip
+def test_the_new_kinds_rewrite_as_they_say(
+    rule: hp.Rule, question: str, expected: str | None
+) -> None:
+    out = rule(question, rng())
+    assert out is not None and out != question, question
+    if expected is not None:
+        assert out == expected
+
+
+def test_an_operator_change_changes_only_the_formula() -> None:
+    out = hp.operator("How do I solve 2x + 3 = 7?", rng())
+    assert out in {"How do I solve 2x - 3 = 7?", "How do I solve 2x + 3 < 7?"}
+    assert hp.operator("Why does i++ differ from ++i in C?", rng()) in {
+        "Why does i-- differ from ++i in C?", "Why does i++ differ from --i in C?"
+    }  # fmt: skip
+    # Prose, a range, a choice and a language name are no formulas.
+    prose = ("How do I send an e-mail?", "Is a 7-speed DSG good?", "I wake up at 2-3 am, why?",
+             "Should I buy an i5/i7?", "Is C++ hard?")  # fmt: skip
+    for text in prose:
+        assert hp.operator(text, rng()) is None, text
+
+
+def test_no_symmetric_swap_where_the_order_is_a_sequence_or_a_comparison() -> None:
+    assert hp.symmetric("How do I cook and eat rice?", rng()) is None
+    assert hp.symmetric("Why is lead more common than gold or silver?", rng()) is None
+    # Two names joined symmetrically are no role swap either.
+    assert hp.role("What is the difference between Java and Python?", rng()) is None
+
+
+def test_a_typo_and_a_preamble_keep_every_other_word() -> None:
+    question = "How many countries are part of West Africa?"
+    for seed in range(10):
+        out = hp.typo(question, random.Random(seed))
+        assert out is not None and out != question
+        changed = [(a, b) for a, b in zip(question.split(), out.split(), strict=True) if a != b]
+        assert len(changed) == 1 and abs(len(changed[0][0]) - len(changed[0][1])) <= 1
+    out = hp.preamble("How do I boil an egg?", rng())
+    assert out is not None and out.endswith(", how do I boil an egg?")
+
+
+def test_the_corpus_offers_siblings_scopes_and_names() -> None:
+    texts = [
+        "Which is better, Python or Ruby?", "Python vs Ruby for scripting?",
+        "What is the difference between TCP and UDP?", "Is TCP vs UDP faster?",
+        "How do I find a job in India?", "What is the best food in India?",
+        "Where do I study in India?", "Is it cold in India?", "Can I vote in India?",
+        "Why is Python slow?", "Is Python easy?", "Can Python run on a phone?",
+        "Is Python good?", "Who made Python?",
+    ]  # fmt: skip
+    corpus = Corpus.of(texts)
+    assert corpus.siblings["python"] == ["Ruby"] and corpus.siblings["udp"] == ["TCP"]
+    assert corpus.scopes == ["in india"] and "Python" in corpus.names
+    assert sibling("How do I install Python on Linux?", rng(), corpus) == (
+        "How do I install Ruby on Linux?"
+    )
+    # A version is a sibling too: "iPhone 6" / "iPhone 5" or "7".
+    assert sibling("Where can I unlock an iPhone 6?", rng(), Corpus()) in {
+        "Where can I unlock an iPhone 5?", "Where can I unlock an iPhone 7?"
+    }  # fmt: skip
+    assert (
+        scope("How do I learn to swim?", rng(), corpus.scopes) == "How do I learn to swim in india?"
+    )
+    assert scope("How do I find a job in India?", rng(), corpus.scopes) is None  # has one

@@ -4,89 +4,50 @@ QQP's negatives are related questions, rarely a question and its opposite, so a 
 trained on it alone learns that "convert A to B" and "convert B to A" are the same
 question (cosine 0.98, one word apart). These rules rewrite one training question into:
 
-- **hard negatives** (label 0): polarity words swapped for their opposites (enable/disable,
-  import/export, ascending/descending, ...), the arguments of a direction ("from A to B")
-  or of a comparison ("A faster than B") swapped, a negation added or removed, a number or
-  unit changed, a named entity replaced by another from the corpus, a condition added;
-- **hard positives** (label 1): contractions spelled out or made, safe synonyms, a trailing
-  qualifier moved to the front ("in Python, how do I ..."), surface noise (case, "please").
+- **hard negatives** (label 0): opposites swapped in (``shared.lexicon.AXES``, the table the
+  contrast check reads), the arguments of a direction ("from A to B") or a comparison ("A
+  faster than B") swapped, a negation added or removed, a number or unit changed, an added
+  condition; who does what to whom changed (``role``: "the sender" / "the recipient", "Did
+  Apple sue Samsung?" / "Did Samsung sue Apple?"); an operator or sign of a formula or code
+  changed (``operator``); a goal changed with no antonym word (``intent``: "apply for" /
+  "oppose"); and, drawn from the corpus itself (``hard_pair_corpus``), another name, a
+  sibling the questions weigh against it ("Python or Ruby?", "iPhone 6" / "iPhone 7"), or an
+  added scope ("... in India?");
+- **hard positives** (label 1): contractions, synonyms (``shared.lexicon.SYNONYMS``) and
+  phrasings, a trailing qualifier moved to the front, case and "please", a typo, a preamble
+  ("Hi, quick question: ..."), an abbreviation ("Kubernetes" / "k8s"), and the two sides of
+  a symmetric comparison swapped ("A vs B" / "B vs A").
 
 A rule that does not apply to a question yields nothing, so every pair really differs in
-its kind. Only training questions are rewritten (``pair_split``), and the contrast dev set
-in ``tests/data`` is hand-written, so neither evaluation sees a generated pair.
-Dependency-free: runs in the preparation environment as well as in edgecore's.
+its kind. Only training questions are rewritten (``pair_split``), and the contrast sets in
+``tests/data`` are hand-written, so no evaluation sees a generated pair. Standard library
+only (and ``shared.lexicon``): runs in the preparation environment as well as in edgecore's.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable
 
-# Opposites, each word usable either way; inflections listed where they are common.
-OPPOSITES = (
-    ("enable", "disable"), ("enabled", "disabled"), ("increase", "decrease"),
-    ("increased", "decreased"), ("import", "export"), ("upload", "download"),
-    ("encrypt", "decrypt"), ("before", "after"), ("min", "max"), ("minimum", "maximum"),
-    ("buy", "sell"), ("buying", "selling"), ("safe", "unsafe"), ("good", "bad"),
-    ("turn on", "turn off"), ("switch on", "switch off"), ("log in", "log out"),
-    ("sign in", "sign out"), ("easy", "difficult"),
-    ("best", "worst"), ("ascending", "descending"), ("add", "remove"), ("install", "uninstall"),
-    ("connect", "disconnect"), ("open", "close"), ("start", "stop"), ("win", "lose"),
-    ("gain", "lose"), ("more", "less"), ("higher", "lower"), ("faster", "slower"),
-    ("bigger", "smaller"), ("cheap", "expensive"), ("positive", "negative"),
-    ("legal", "illegal"), ("possible", "impossible"), ("true", "false"), ("hot", "cold"),
-    ("above", "below"), ("inside", "outside"), ("input", "output"), ("push", "pull"),
-    ("send", "receive"), ("lend", "borrow"), ("male", "female"), ("men", "women"),
-    ("rich", "poor"), ("love", "hate"), ("first", "last"), ("early", "late"),
-    ("long", "short"), ("strong", "weak"), ("advantages", "disadvantages"),
-    ("pros", "cons"), ("happy", "sad"), ("success", "failure"), ("agree", "disagree"),
-    ("north", "south"), ("east", "west"),
-    ("old", "young"), ("increase", "reduce"), ("accept", "reject"),
-    ("allow", "block"), ("lock", "unlock"), ("encode", "decode"), ("compress", "decompress"),
-    ("mount", "unmount"), ("subscribe", "unsubscribe"), ("follow", "unfollow"),
-    ("block", "unblock"), ("hide", "show"), ("hidden", "visible"), ("public", "private"),
-    ("success", "failure"), ("healthy", "unhealthy"), ("internal", "external"),
-    ("maximize", "minimize"), ("overestimate", "underestimate"), ("hire", "fire"),
-    ("expand", "collapse"), ("pause", "resume"), ("attack", "defend"), ("arrive", "depart"),
-    ("import", "export"), ("inhale", "exhale"), ("ancient", "modern"), ("wet", "dry"),
-)  # fmt: skip
+from shared.lexicon import AXES, SYNONYMS, axis_pairs
+from tools.prepare.hard_pair_corpus import Corpus, entity, scope, sibling
+from tools.prepare.hard_pair_words import (
+    ABBREVIATIONS,
+    CONDITIONS,
+    CONTRACTIONS,
+    INTENTS,
+    OPERATORS,
+    PHRASINGS,
+    PREAMBLES,
+    ROLES,
+    UNITS,
+)
 
-# Words of one meaning in a question; either way round.
-SYNONYMS = (
-    ("how do i", "how can i"), ("how do you", "how can you"), ("buy", "purchase"),
-    ("big", "large"), ("begin", "start"), ("fix", "repair"), ("movie", "film"),
-    ("movies", "films"), ("kids", "children"), ("photo", "picture"), ("photos", "pictures"),
-    ("choose", "pick"), ("quickly", "fast"), ("help", "assist"), ("car", "automobile"),
-    ("what are some", "what are"), ("is it possible to", "can i"), ("ways", "methods"),
-    ("tips", "advice"), ("job", "occupation"), ("smart", "intelligent"), ("shut", "close"),
-    ("a lot of", "many"), ("idea", "notion"), ("simple", "easy"), ("get rid of", "remove"),
-    ("rapidly", "quickly"), ("mistake", "error"), ("mistakes", "errors"),
-)  # fmt: skip
-CONTRACTIONS = (
-    ("do not", "don't"), ("does not", "doesn't"), ("did not", "didn't"), ("is not", "isn't"),
-    ("are not", "aren't"), ("can not", "can't"), ("cannot", "can't"), ("will not", "won't"),
-    ("should not", "shouldn't"), ("what is", "what's"), ("it is", "it's"), ("i am", "i'm"),
-    ("who is", "who's"), ("there is", "there's"), ("that is", "that's"), ("i have", "i've"),
-)  # fmt: skip
-UNITS = (
-    ("km", "miles"), ("kilometers", "miles"), ("kg", "pounds"), ("kilograms", "pounds"),
-    ("celsius", "fahrenheit"), ("hours", "minutes"), ("days", "weeks"), ("weeks", "months"),
-    ("months", "years"), ("dollars", "euros"), ("meters", "feet"), ("liters", "gallons"),
-    ("gb", "mb"), ("inches", "centimeters"), ("rupees", "dollars"),
-)  # fmt: skip
 _UNIT: dict[str, str] = {}
 for _a, _b in UNITS:
     _UNIT.setdefault(_a, _b)
     _UNIT.setdefault(_b, _a)
-CONDITIONS = (
-    " without a computer", " if I have diabetes", " in winter", " for free", " on Linux",
-    " on a Mac", " without losing data", " if I am under 18", " while pregnant",
-    " after surgery", " in less than a week", " with no experience", " as a foreigner",
-    " on a budget", " without a degree", " if I am over 60", " at night", " in India",
-    " without internet", " using only a phone",
-)  # fmt: skip
 _NEGATED = re.compile(
     r"\b(do|does|did|is|are|was|were|could|should|would|has|have)n't\b|\bcan't\b|\bwon't\b"
     r"|\b(can|do|does|did|is|are|should|would|will)\s+not\b",
@@ -138,8 +99,16 @@ def _swap_word(text: str, table: dict[str, str], rng: random.Random) -> str | No
     return text[: m.start()] + new + text[m.end() :]
 
 
+# Every aligned pair of opposites the contrast check knows, phrases spelled out ("log in").
+_OPPOSITES = [
+    (a.replace("_", " "), b.replace("_", " ")) for axis in AXES
+    for a, b in axis_pairs(axis) if "-" not in (a, b)
+]  # fmt: skip
+_SAME = [*SYNONYMS.items(), *PHRASINGS]
+
+
 def polarity(text: str, rng: random.Random) -> str | None:
-    return _phrase_swap(text, OPPOSITES, rng)
+    return _phrase_swap(text, _OPPOSITES, rng)
 
 
 def direction(text: str, rng: random.Random) -> str | None:
@@ -197,22 +166,6 @@ def number(text: str, rng: random.Random) -> str | None:
     return _swap_word(text, _UNIT, rng)
 
 
-def entity(text: str, rng: random.Random, names: list[str]) -> str | None:
-    """A capitalised word inside a sentence (not its first) replaced by another name."""
-    spots = [
-        m for m in _WORD.finditer(text)
-        if m.group()[:1].isupper() and m.group() != "I" and m.start() > 0
-        and not re.search(r"[.?!:]\s*$|^\s*$", text[: m.start()])
-    ]  # fmt: skip
-    if not spots or not names:
-        return None
-    m = rng.choice(spots)
-    new = rng.choice(names)
-    if new.lower() == m.group().lower():
-        return None
-    return text[: m.start()] + new + text[m.end() :]
-
-
 def condition(text: str, rng: random.Random) -> str | None:
     stripped = text.rstrip()
     if not stripped.endswith("?") or len(stripped) > 120:
@@ -230,7 +183,8 @@ def _phrase_swap(text: str, pairs: Iterable[tuple[str, str]], rng: random.Random
     if not options:
         return None
     start, end, new = rng.choice(options)
-    return text[:start] + _case_like(new, text[start:end]) + text[end:]
+    new = re.sub(r"\bi\b", "I", _case_like(new, text[start:end]))  # "how can i": "I"
+    return text[:start] + new + text[end:]
 
 
 def contraction(text: str, rng: random.Random) -> str | None:
@@ -238,7 +192,7 @@ def contraction(text: str, rng: random.Random) -> str | None:
 
 
 def synonym(text: str, rng: random.Random) -> str | None:
-    return _phrase_swap(text, SYNONYMS, rng)
+    return _phrase_swap(text, _SAME, rng)
 
 
 def reorder(text: str, rng: random.Random) -> str | None:
@@ -259,6 +213,182 @@ def surface(text: str, rng: random.Random) -> str | None:
     return text.rstrip("?").rstrip() + " please?" if text.rstrip().endswith("?") else None
 
 
+# Two names or roles side by side ("A and B", "A vs B", "between A and B") are symmetric:
+# swapping them keeps the question (``symmetric``); anywhere else it changes who does what.
+_JOINS = frozenset(("and", "or", "vs", "vs.", "versus", ",", "&", "/", "and the", "or the", "nor"))
+_VERB_GAP = re.compile(
+    r"^ (?!(?:in|on|of|at|for|from|to|with|by|about|into|and|or|vs)\b)[a-z]+(?: [a-z]+){0,2} $"
+)
+_CAPITALISED = re.compile(r"\b[A-Z][\w+#]*(?: [A-Z][\w+#]*)*")
+
+
+def _names_in(text: str) -> list[tuple[int, int]]:
+    """Spans of capitalised runs ("New York"), a sentence's first word left out."""
+    spans = []
+    for m in _CAPITALISED.finditer(text):
+        i, j = m.span()
+        if i == 0 or re.search(r"[.?!:]\s*$", text[:i]):
+            i = text.find(" ", i, j) + 1  # "Did Apple": "Apple"
+            if i == 0:
+                continue
+        if text[i:j] != "I":
+            spans.append((i, j))
+    return spans
+
+
+def _swap_spans(text: str, a: tuple[int, int], b: tuple[int, int]) -> str:
+    (i, j), (k, m) = a, b
+    return text[:i] + text[k:m] + text[j:k] + text[i:j] + text[m:]
+
+
+def role(text: str, rng: random.Random) -> str | None:
+    """Who does what to whom, changed: two roles or two names swapped where they are not
+    joined symmetrically, else one role replaced by its counterpart ("the sender" / "the
+    recipient")."""
+    lower = text.lower()
+    spots = [
+        (m.span(), other) for a, b in ROLES for x, other in ((a, b), (b, a))
+        for m in re.finditer(rf"(?<![\w']){x}(?![\w'])", lower)
+    ]  # fmt: skip
+    spots.sort()
+    pairs = [(x, y) for n, x in enumerate(spots) for y in spots[n + 1 :]]
+    # Two names with a verb between them ("Did Apple sue Samsung?"), not "Rs 500 ... India"
+    names = _names_in(text)
+    pairs += [
+        ((x, ""), (y, "")) for n, x in enumerate(names) for y in names[n + 1 :]
+        if _VERB_GAP.match(text[x[1] : y[0]])
+    ]  # fmt: skip
+    pairs = [
+        (x, y) for x, y in pairs
+        if x[0][1] <= y[0][0] and text[x[0][1] : y[0][0]].strip().lower() not in _JOINS
+        and text[x[0][0] : x[0][1]].lower() != text[y[0][0] : y[0][1]].lower()
+        and "between" not in lower[: x[0][0]].split()[-2:]
+    ]  # fmt: skip
+    if pairs:
+        x, y = rng.choice(pairs)
+        return _swap_spans(text, x[0], y[0])
+    if not spots:
+        return None
+    (i, j), other = rng.choice(spots)
+    return text[:i] + _case_like(other, text[i:j]) + text[j:]
+
+
+# An operator of a formula or code: "+=", "<=", "&&", "^", "-", ...
+_OPERATOR = re.compile(r"\+=|-=|<=|>=|==|!=|&&|\|\||\+\+|--|[-+*/^<>=]")
+_LEFT_OPERAND = re.compile(r"([\w.]+|[)\]])\s?$")
+_RIGHT_OPERAND = re.compile(r"^\s?([\w.]+|[(\[])")
+
+
+def _operand(token: str) -> bool:
+    """A number, a one-letter variable or a bracket: "2x", "x", ")" (not "speed", "e.g")."""
+    return token in "()[]" or any(c.isdigit() for c in token) or len(token) == 1
+
+
+def operator(text: str, rng: random.Random) -> str | None:
+    """One operator of a formula or code changed ("2x + 3 = 7" / "2x - 3 = 7"); a hyphen
+    in "7-speed" or "e-mail" has a word on a side and is left alone."""
+    spots = []
+    for m in _OPERATOR.finditer(text):
+        left = _LEFT_OPERAND.search(text[: m.start()])
+        right = _RIGHT_OPERAND.search(text[m.end() :])
+        if m.group() in ("++", "--"):
+            # "i++", "--n"; not "who--as", nor "C++" (a language)
+            if (left and re.fullmatch("[a-z]", left.group(1))) or (
+                right and len(right.group(1)) == 1
+            ):
+                spots.append(m)
+        elif left and right and _operand(left.group(1)) and _operand(right.group(1)):
+            spots.append(m)
+    # "2-3 am", "b1/b2", "i5/i7": a range or a choice unless the text also computes something
+    if not any(m.group() not in ("-", "/") for m in spots):
+        spots = [m for m in spots if text[m.start() - 1] == " " == text[m.end() : m.end() + 1]]
+    if not spots:
+        return None
+    m = rng.choice(spots)
+    return text[: m.start()] + OPERATORS[m.group()] + text[m.end() :]
+
+
+def intent(text: str, rng: random.Random) -> str | None:
+    """A goal changed with no antonym word ("apply for a patent" / "oppose a patent")."""
+    return _phrase_swap(text, INTENTS, rng)
+
+
+def typo(text: str, rng: random.Random) -> str | None:
+    """A slip of the keyboard in one longer word: two letters swapped, one dropped or doubled."""
+    spots = [m for m in re.finditer(r"[a-z]{5,}", text)]
+    if not spots:
+        return None
+    m = rng.choice(spots)
+    w, i = m.group(), rng.randrange(1, len(m.group()) - 2)
+    kind = rng.randrange(3)
+    if kind == 0 and w[i] != w[i + 1]:
+        w = w[:i] + w[i + 1] + w[i] + w[i + 2 :]
+    elif kind == 1:
+        w = w[:i] + w[i + 1 :]
+    else:
+        w = w[: i + 1] + w[i:]
+    return text[: m.start()] + w + text[m.end() :]
+
+
+def preamble(text: str, rng: random.Random) -> str | None:
+    """An opener that asks nothing ("Hi, quick question: ...")."""
+    if not text[:1].isupper() or text[:2] == "I ":
+        return None
+    return rng.choice(PREAMBLES) + text[0].lower() + text[1:]
+
+
+def abbreviation(text: str, rng: random.Random) -> str | None:
+    """A long form shortened or a short one spelled out ("Kubernetes" / "k8s")."""
+    options = []
+    for long, short in ABBREVIATIONS:
+        for x, y in ((long, short), (short, long)):
+            # "NYC", "New York" as written; "k8s", "database" in any case
+            flags = 0 if any(c.isupper() for c in x) else re.IGNORECASE
+            for m in re.finditer(rf"(?<![\w.]){re.escape(x)}(?![\w])", text, flags):
+                options.append((m.start(), m.end(), y))
+    # "New York City" is "NYC", not "NY City": a form inside a longer one found is no option.
+    options = [
+        (i, j, y) for i, j, y in options
+        if not any(k <= i and j <= n and n - k > j - i for k, n, _ in options)
+    ]  # fmt: skip
+    if not options:
+        return None
+    start, end, new = rng.choice(options)
+    return text[:start] + new + text[end:]
+
+
+# Sides of a symmetric comparison: one to three words, no function word among them.
+_FUNCTION = r"(?:than|in|on|of|for|to|with|why|how|what|is|are|not|and|or|vs|versus)\b"
+_SIDE = rf"((?:an? |the )?(?:(?!{_FUNCTION})[\w+#.-]+ ?){{1,3}})"
+_SYMMETRIC = (
+    re.compile(rf"\bbetween {_SIDE} and {_SIDE}(?=\s*(?:[?.,!]|$))", re.IGNORECASE),
+    re.compile(
+        rf"\b{_SIDE} (?:vs\.?|versus) {_SIDE}(?=\s*(?:[?.,!:]|$)|\s(?:for|in|on|to|when)\b)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"\b(?:which|better|best|prefer|choose|should i)\b[^?]*?[ ,]{_SIDE} or {_SIDE}\?",
+        re.IGNORECASE,
+    ),
+)
+
+
+def symmetric(text: str, rng: random.Random) -> str | None:
+    """The two sides of a symmetric comparison swapped ("A vs B" / "B vs A", "the
+    difference between A and B" / "... between B and A", "Which is better, A or B?")."""
+    for pattern in _SYMMETRIC:
+        m = pattern.search(text)
+        if not m:
+            continue
+        (i, j), (k, n) = m.span(1), m.span(2)
+        a, b = text[i:j].rstrip(), text[k:n].rstrip()
+        j, n = i + len(a), k + len(b)
+        if a.lower() == b.lower() or {a.lower(), b.lower()} & _STOPWORDS:
+            return None
+        return text[:i] + b + text[j:k] + a + text[n:]
+    return None
+
+
 Rule = Callable[[str, random.Random], "str | None"]
 NEGATIVE_RULES: dict[str, Rule] = {
     "polarity": polarity,
@@ -267,22 +397,20 @@ NEGATIVE_RULES: dict[str, Rule] = {
     "negation": negation,
     "number": number,
     "condition": condition,
+    "role": role,
+    "operator": operator,
+    "intent": intent,
 }
 POSITIVE_RULES: dict[str, Rule] = {
     "contraction": contraction,
     "synonym": synonym,
     "reorder": reorder,
     "surface": surface,
+    "typo": typo,
+    "preamble": preamble,
+    "abbreviation": abbreviation,
+    "symmetric": symmetric,
 }
-
-
-def corpus_names(texts: Iterable[str], min_count: int = 5) -> list[str]:
-    """Capitalised words seen inside questions (not first), at least ``min_count`` times."""
-    seen: Counter[str] = Counter()
-    for t in texts:
-        words = _WORD.findall(t)
-        seen.update(w for w in words[1:] if w[:1].isupper() and w != "I" and len(w) > 2)
-    return sorted(w for w, n in seen.items() if n >= min_count)
 
 
 def generate(texts: Iterable[str], per_kind: int, seed: int = 0) -> list[tuple[str, str, int, str]]:
@@ -290,10 +418,12 @@ def generate(texts: Iterable[str], per_kind: int, seed: int = 0) -> list[tuple[s
     rng = random.Random(seed)
     pool = sorted(set(texts))
     rng.shuffle(pool)
-    names = corpus_names(pool)
+    corpus = Corpus.of(pool)
     rules: list[tuple[str, Rule, int]] = [(k, r, 0) for k, r in NEGATIVE_RULES.items()]
     rules += [(k, r, 1) for k, r in POSITIVE_RULES.items()]
-    rules.append(("entity", lambda t, g: entity(t, g, names), 0))
+    rules.append(("entity", lambda t, g: entity(t, g, corpus.names), 0))
+    rules.append(("sibling", lambda t, g: sibling(t, g, corpus), 0))
+    rules.append(("scope", lambda t, g: scope(t, g, corpus.scopes), 0))
     out: list[tuple[str, str, int, str]] = []
     for kind, rule, label in rules:
         made = 0

@@ -1,0 +1,267 @@
+"""The cache's words in one place: one tokenizer and one table of each kind (pure, stdlib only).
+
+The match decision's checks (``edge.cache.contrast``, ``pair_checks``, ``rewording``) read
+them, and so does the hard-pair generator that teaches the models (``tools.prepare.hard_pairs``,
+run in the preparation environment without edge's dependencies). A word added here changes
+both what the rules veto and what the models learn; it enters with a dev-set case that
+needs it.
+
+``contrast_words`` is the checks' view of a question: lower-case words, contractions spelled
+out, phrases that mean one word of an axis joined ("turn on" is "enable"), punctuation kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_CONTRACTIONS = (
+    (re.compile(r"\b(can)not\b"), r"\1 not"),
+    (re.compile(r"\bcan't\b"), "can not"),
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"\bshan't\b"), "shall not"),
+    (re.compile(r"\bain't\b"), "is not"),
+    (re.compile(r"n't\b"), " not"),
+    (re.compile(r"\b(what|who|where|how|it|that|there|here|he|she|when|why|which)'s\b"), r"\1 is"),
+    (re.compile(r"\blet's\b"), "let us"),
+    (re.compile(r"'re\b"), " are"),
+    (re.compile(r"'ve\b"), " have"),
+    (re.compile(r"'ll\b"), " will"),
+    (re.compile(r"\bi'm\b"), "i am"),
+    (re.compile(r"'d\b"), " would"),
+    (re.compile(r"'s\b"), ""),  # a possessive: "California's" is "California"
+)
+_TURN = r"\b(?:turn|switch|toggle|power)(?:s|ed|ing)?\s+(?:(?!on\b|off\b)[a-z0-9]+\s+)?"
+# Phrases that mean one word of an axis, and symmetric comparisons (argument order is free).
+_PHRASES = (
+    (re.compile(_TURN + r"on\b"), "enable"),
+    (re.compile(_TURN + r"off\b"), "disable"),
+    (re.compile(r"\b(zoom|log|sign|check|opt|plug|cash|breathe|clock|scale|scroll|round|"
+                r"speed|slow|step|cool|warm|shut|wake)(?:s|ed|ing)?\s+(in|out|up|down)\b"),
+     r"\1_\2"),
+    (re.compile(r"\b(?:compared|comparable|similar|equal|equivalent|identical|related)"
+                r"\s+(?:to|with)\b"), "vs"),
+    (re.compile(r"\bversus\b|\bvs\b\.?"), "vs"),
+    (re.compile(r"\b(?:whether\s+)?or\s+not\b"), " "),
+    (re.compile(r"\bkm\s*/\s*h\b|\bkmh\b|\bkph\b"), "kmh"),
+    (re.compile(r"\bmiles\s+per\s+hour\b"), "mph"),
+    (re.compile(r"\bthe\s+second\b"), "the 2nd"),
+    (re.compile(r"\b(given|provided)\s+that\b"), r"\1_that"),
+    # Bare follow-ups set no condition and negate nothing: "If so, why?", "If not, why not?"
+    (re.compile(r"\bif\s+(?:so|yes|not|no|any|possible|ever|needed|necessary)\b"), " "),
+    (re.compile(r"^\W*no\s*,"), " "),  # an answer's "No, ...": no negation of the question
+    (re.compile(r"\bneither\b(.*)\bnor\b"), r"neither\1or"),
+    (re.compile(r"\bmost\s+expensive\b"), "priciest"),
+    (re.compile(r"\bleast\s+expensive\b"), "cheapest"),
+)  # fmt: skip
+_SYMBOLS = {"$": " usd ", "€": " eur ", "£": " gbp ", "¥": " jpy ", "₹": " inr ", "%": " percent ",
+            "°c": " celsius ", "°f": " fahrenheit ", "°": " degree "}  # fmt: skip
+# Negating words, one table for the contrast check and the rewording step. "without" too:
+# "with no money" is "without any money"; "bread" / "bread without yeast". "non" is the
+# prefix of "non-toxic" (the words are split at the hyphen).
+NEGATORS = frozenset("not no never nobody nothing none neither nor noone without non".split())
+# Words that open or carry a question ("what", "can", "should").
+QUESTION_WORDS = frozenset(
+    "what why how when where who whom whose which is are was were can could do does did "
+    "should would will shall may might".split()
+)
+# Negating words as written, contracted forms too ("don't"); ``NEGATORS`` is the same set
+# after ``contrast_words`` has spelled contractions out.
+NEGATIONS = frozenset(
+    "not no never none nobody nothing neither nor without cannot can't don't doesn't didn't "
+    "isn't aren't wasn't weren't won't wouldn't shouldn't couldn't hasn't haven't".split()
+)
+# Function words: what is left is a question's content.
+STOPWORDS = frozenset(
+    "a an the of to in on at for from by with and or but if then than as is are was were be "
+    "been being do does did can could should would will shall may might must i you he she it "
+    "we they me my your his her its our their this that these those there here what why how "
+    "when where who whom whose which some any all more most much many very so just about into "
+    "over after before out up down get got have has had one s".split()
+)
+# The punctuation tokens ``contrast_words`` keeps (clause boundaries for the checks).
+PUNCTUATION = frozenset(",;:?!.")
+_CONTRAST_TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*|[,;:?!]|\.(?=\s|$)")
+
+
+# One contrast check reads each text about ten times, and the asked text again for every
+# candidate: short texts are remembered. Longer ones are tokenised each time, so the memo
+# stays small (at most 1,024 texts of 2,048 characters).
+_MEMO_CHARS = 2048
+
+
+def contrast_words(text: str) -> tuple[str, ...]:
+    """Lower-case words with contractions spelled out, axis phrases joined, punctuation kept."""
+    return _remembered(text) if len(text) <= _MEMO_CHARS else _words(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered(text: str) -> tuple[str, ...]:
+    return _words(text)
+
+
+def _words(text: str) -> tuple[str, ...]:
+    t = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    for symbol, word in _SYMBOLS.items():
+        t = t.replace(symbol, word)
+    for pattern, repl in _CONTRACTIONS:
+        t = pattern.sub(repl, t)
+    t = re.sub(r"(\d),(\d{3})\b", r"\1\2", t)  # 20,000 is 20000
+    for pattern, repl in _PHRASES:
+        t = pattern.sub(repl, t)
+    return tuple(_CONTRAST_TOKEN.findall(t))
+
+
+# Operators of formulas and code, which the word pattern drops ("2x + 3" / "2x - 3"). A
+# hyphen or slash inside a word ("e-mail", "and/or"), a dash between words set off by
+# spaces ("Python - sorting a list"), and "!" ending a sentence are prose, not operators.
+# "%" is a unit ("percent"), read by the unit check.
+_OPERATOR = re.compile(r"[-+*/^=<>!&|~\u2212\u00d7\u00f7\u2260\u2264\u2265\u2013\u2014]+")
+_DASHES = frozenset("-\u2013\u2014")
+
+
+def operators(text: str) -> tuple[str, ...]:
+    """The operators a text writes, in order ("x^2 - 1 >= 0": "^", "-", ">=")."""
+    found = []
+    for m in _OPERATOR.finditer(text):
+        op, i, j = m.group(), m.start(), m.end()
+        before, after = text[i - 1 : i], text[j : j + 1]
+        if op in ("-", "/") and before.isalpha() and after.isalpha():
+            continue  # within a word
+        if op in _DASHES and before.isspace() and after.isspace():
+            word_before = text[:i].rstrip()[-1:]
+            word_after = text[j:].lstrip()[:1]
+            if word_before.isalpha() and word_after.isalpha() and len(text[:i].split()[-1]) > 1:
+                continue  # a dash between words (a one-letter variable before it: "x - y")
+        if set(op) == {"!"} and (not after or after.isspace()):
+            continue  # an exclamation
+        found.append(re.sub("[\u2212\u2013\u2014]", "-", op))
+    return tuple(found)
+
+
+# One canonical word for each group of words with one meaning in a question. Conservative:
+# only words that mean the same in every sense a question is likely to use. The rewording
+# step reads a question through it; the generator swaps each pair both ways.
+SYNONYMS = {
+    "repair": "fix", "film": "movie", "automobile": "car", "purchase": "buy",
+    "large": "big", "begin": "start", "kid": "child", "children": "child",
+    "photo": "picture", "photograph": "picture", "pic": "picture", "quickest": "fastest",
+    "mistake": "error", "assist": "help", "simplest": "easiest", "method": "way",
+    "u": "you", "ur": "your", "whats": "what", "tv": "television", "utilize": "use",
+    "utilise": "use", "obtain": "get", "delete": "remove", "okay": "ok",
+}  # fmt: skip
+# Opposites, one axis per line: "word/opposite" pairs, aligned so that the generator can swap
+# one for the other and stay grammatical ("-": no counterpart of that form). For the
+# contrast check the words on one side of an axis are one another's synonyms ("enable" /
+# "turn on" is no contrast, "enable" / "block" is). "_" joins a phrase ("log_in").
+AXES = (
+    "safe/unsafe safer/riskier safest/- safe/dangerous safe/risky",
+    "good/bad healthy/unhealthy beneficial/harmful",
+    "better/worse",
+    "best/worst",
+    "easy/difficult easier/harder",
+    "easiest/hardest",
+    "enable/disable enabled/disabled enabling/disabling activate/deactivate allow/block "
+    "allowed/blocked unblock/block show/hide display/- unhide/- turn_on/turn_off "
+    "switch_on/switch_off "
+    "-/deny -/forbid -/ban",
+    "increase/decrease increasing/decreasing increased/decreased raise/lower boost/reduce "
+    "-/reducing grow/shrink maximize/minimize increase/cut",
+    "more/less -/fewer higher/lower",
+    "high/low highest/lowest",
+    "import/export importing/exporting imports/exports",
+    "upload/download uploading/downloading",
+    "encrypt/decrypt encrypted/decrypted encrypting/decrypting encryption/decryption",
+    "encode/decode encoded/decoded encoding/decoding",
+    "before/after",
+    "minimum/maximum min/max",
+    "buy/sell buying/selling purchase/-",
+    "ascending/descending",
+    "hot/cold hotter/colder warm/cool warmer/cooler",
+    "open/close opening/closing -/shut",
+    "add/remove adding/removing append/delete insert/deleting",
+    "true/false",
+    "fast/slow faster/slower quick/- quicker/-",
+    "fastest/slowest quickest/-",
+    "early/late earlier/later earliest/latest",
+    "cheap/expensive cheaper/- cheapest/priciest -/pricey",
+    "push/pull pushing/pulling",
+    "start/stop starting/stopping begin/end beginning/ending -/finish -/quit -/quitting",
+    "win/lose winning/losing gain/lose gaining/losing -/loss",
+    "include/exclude including/excluding",
+    "input/output",
+    "send/receive sending/receiving",
+    "deposit/withdraw",
+    "lend/borrow lending/borrowing",
+    "credit/debit",
+    "arrive/depart arrival/departure arriving/departing",
+    "inbound/outbound",
+    "big/small bigger/smaller biggest/smallest large/- larger/- largest/-",
+    "heavy/light heavier/lighter heaviest/lightest",
+    "long/short longer/shorter longest/shortest",
+    "strong/weak stronger/weaker strongest/weakest",
+    "rich/poor",
+    "wet/dry",
+    "positive/negative advantage/disadvantage advantages/disadvantages pro/con pros/cons "
+    "benefit/drawback benefits/drawbacks upside/downside upsides/downsides merit/demerit "
+    "merits/demerits strength/weakness strengths/weaknesses",
+    "male/female men/women man/woman boy/girl boys/girls",
+    "husband/wife boyfriend/girlfriend",
+    "love/hate",
+    "north/south",
+    "east/west",
+    "above/below",
+    "inside/outside indoors/outdoors",
+    "uppercase/lowercase upper/-",
+    "zip/unzip zipping/unzipping",
+    "follow/unfollow",
+    "accept/reject -/decline",
+    "legal/illegal",
+    "agree/disagree",
+    "overestimate/underestimate",
+    "hire/fire hiring/firing",
+    "expand/collapse expanding/collapsing",
+    "pause/resume pausing/resuming",
+    "speed_up/slow_down",
+    "introvert/extrovert introverts/extroverts",
+    "similar/different similarity/difference similarities/differences",
+    "happy/sad",
+    "success/failure",
+    "first/last",
+    "old/young",
+    "public/private",
+    "internal/external",
+    "lock/unlock",
+    "compress/decompress",
+    "mount/unmount",
+    "subscribe/unsubscribe",
+    "possible/impossible",
+    "connect/disconnect",
+    "install/uninstall",
+    "attack/defend",
+    "ancient/modern",
+    "inhale/exhale",
+    "log_in/log_out sign_in/sign_out",
+)
+# Axes whose sides are lists or figures the other side's answer does not give ("What are
+# the drawbacks of X?" after "... the benefits of X?"), named by their first word; the
+# verifier's directional check (``pair_checks.opposite_words``) reads only these.
+# Comparatives ("more harmful" / "less harmful") are not among them: left to the models.
+LIST_AXES = frozenset(
+    "positive best easiest increase win buy import before start male husband rich love minimum "
+    "introvert upload similar fastest".split()
+)
+
+
+def axis_pairs(axis: str) -> list[tuple[str, str]]:
+    """An axis's aligned (word, opposite) pairs, "-" and all."""
+    return [(a, b) for a, b in (item.split("/") for item in axis.split())]
+
+
+def axis_sides(axis: str) -> tuple[frozenset[str], frozenset[str]]:
+    """An axis's two sides as word sets (the "-" placeholders left out)."""
+    pairs = axis_pairs(axis)
+    return (
+        frozenset(a for a, _ in pairs if a != "-"),
+        frozenset(b for _, b in pairs if b != "-"),
+    )

@@ -1,0 +1,38 @@
+"""The cache's one word table (``shared.lexicon``): consistent with itself, and the same
+words for the decision's checks and the hard-pair generator."""
+
+from __future__ import annotations
+
+import random
+
+from edge.cache.contrast import opposed_words
+from shared.lexicon import AXES, LIST_AXES, SYNONYMS, axis_pairs, axis_sides
+from tools.prepare import hard_pairs
+
+
+def test_every_axis_has_two_sides_that_share_no_word() -> None:
+    firsts = [axis_pairs(a)[0][0] for a in AXES]
+    assert len(firsts) == len(set(firsts)), "an axis is named by its first word"
+    assert LIST_AXES <= set(firsts)
+    for axis in AXES:
+        a, b = axis_sides(axis)
+        assert a and b and not a & b, axis
+        assert all("-" not in pair or pair.count("-") == 1 for pair in axis_pairs(axis))
+
+
+def test_no_synonym_pair_straddles_an_axis() -> None:
+    for word, same in SYNONYMS.items():
+        for axis in AXES:
+            a, b = axis_sides(axis)
+            assert not ({word, same} & a and {word, same} & b), (word, same, axis)
+
+
+def test_the_generator_and_the_contrast_check_read_the_same_opposites() -> None:
+    # An opposite the generator writes is one the check vetoes, and the other way round.
+    out = hard_pairs.polarity("How do I log in to Gmail?", random.Random(0))
+    assert out == "How do I log out to Gmail?"
+    assert opposed_words("How do I log in to Gmail?", out) is not None
+    for axis in AXES:
+        for a, b in axis_pairs(axis):
+            if "-" not in (a, b) and "_" not in a + b:
+                assert opposed_words(f"Is it {a}?", f"Is it {b}?") is not None, (a, b)
