@@ -20,7 +20,7 @@ install: $(STAMP)
 
 # The tests train the cache's pair models on fewer pairs than `models` (a full build serves
 # them too). Measured (docs/models.md):
-# the full build takes about 40 min and the test build about 23 min on 2 idle cores.
+# the full build takes about 40 min and the test build about 34 min on 2 idle cores.
 models: install
 	$(BIN)/edgecore models prepare
 

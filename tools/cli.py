@@ -231,7 +231,7 @@ def parser() -> argparse.ArgumentParser:
         default="full",
         help="how much the cache's pair models train on: full or small (for tests; a full "
         "build serves for small). Measured: "
-        "the full build takes about 40 min and the test build about 23 min on 2 idle cores",
+        "the full build takes about 40 min and the test build about 34 min on 2 idle cores",
     )
     prep.add_argument(
         "--no-fetch",

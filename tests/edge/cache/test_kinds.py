@@ -1,0 +1,121 @@
+"""Issue 32's kinds of "close but different", through the real decision with the models
+``make test`` builds: the different question is not served, a rewording of the same kind
+is. The pairs are made up for this test; none is in a contrast set or a generated pair,
+and none was tuned on (the intent pair's verbs are on no list).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from edge.cache.match import Candidate, Matcher, load_matcher
+from edge.embedder import Embedder
+from edge.settings import EdgeSettings
+
+# kind: (cached, a different question, the same question in other words)
+KINDS = {
+    "role": (
+        "Can the landlord keep the security deposit?",
+        "Can the tenant keep the security deposit?",
+        "Is the landlord allowed to keep the security deposit?",
+    ),
+    "sibling": (
+        "How long does the Pixel 7 battery last?",
+        "How long does the Pixel 8 battery last?",
+        "How long does the battery of the Pixel 7 last?",
+    ),
+    "scope": (
+        "How do I renew my passport?",
+        "How do I renew my passport from abroad?",
+        "What is the process to renew my passport?",
+    ),
+    "intent": (
+        "How do I sign up for jury duty?",
+        "How do I get out of jury duty?",
+        "How do I register for jury duty?",
+    ),
+    "formula": (
+        "How do I solve 3x + 4 = 10?",
+        "How do I solve 3x - 4 = 10?",
+        "How to solve 3x + 4 = 10?",
+    ),
+}
+# The same question with the same words (case, punctuation, "can" for "do"): served by the
+# rewording step, without a model.
+LIGHT = {
+    "role": "can the landlord keep the security deposit",
+    "sibling": "How long does the Pixel 7 battery last ?",
+    "scope": "How can I renew my passport?",
+    "intent": "How can I sign up for jury duty?",
+    "formula": "how do i solve 3x + 4 = 10",
+}
+# Rewordings the test build's models refuse today: all five, at scores 0.55-0.81 (issue 32,
+# point 4: recall). Strict: one that starts being served fails here, so the list stays true.
+REFUSED = {"role", "sibling", "scope", "intent", "formula"}
+
+
+@pytest.fixture(scope="module")
+def shipped(models_dir: Path, trained_verifier: Path) -> tuple[Embedder, Matcher]:
+    settings = EdgeSettings(models_dir=models_dir)
+    return Embedder(settings.embed_model_dir()), load_matcher(settings)
+
+
+def _serves(shipped: tuple[Embedder, Matcher], cached: str, asked: str) -> tuple[bool, str]:
+    emb, matcher = shipped
+    a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
+    match = matcher.decide(b, asked, [Candidate("e", float(a @ b), cached, a)])
+    return match.serve, " > ".join(f"{s.name}: {s.verdict}" for s in match.steps)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_different_question_of_each_kind_is_not_served(
+    shipped: tuple[Embedder, Matcher], kind: str
+) -> None:
+    cached, different, _ = KINDS[kind]
+    served, steps = _serves(shipped, cached, different)
+    assert not served, steps
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_the_same_words_of_each_kind_are_served(
+    shipped: tuple[Embedder, Matcher], kind: str
+) -> None:
+    served, steps = _serves(shipped, KINDS[kind][0], LIGHT[kind])
+    assert served and "reworded: the same words" in steps, steps
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="issue 32: recall"))
+        if k in REFUSED else k
+        for k in sorted(KINDS)
+    ],
+)  # fmt: skip
+def test_a_rewording_of_each_kind_is_served(shipped: tuple[Embedder, Matcher], kind: str) -> None:
+    cached, _, same = KINDS[kind]
+    served, steps = _serves(shipped, cached, same)
+    assert served, steps
+
+
+def test_the_models_alone_refuse_a_formula_with_another_sign(
+    shipped: tuple[Embedder, Matcher],
+) -> None:
+    # With the contrast veto off, the decision is the models'. Before the generated operator
+    # pairs (issue 32) they served this pair at 0.96.
+    emb, matcher = shipped
+    models_only = Matcher(matcher.verifier, replace(matcher.policy, contrast=False))
+    served, steps = _serves((emb, models_only), *KINDS["formula"][:2])
+    assert not served, steps
+
+
+def test_the_test_builds_cross_encoder_counts_in_the_stack(trained_verifier: Path) -> None:
+    # Issue 32: the small build's cross-encoder had a stack weight of about 0, so CI checked
+    # the rules but not the models.
+    meta = json.loads((trained_verifier / "verifier.json").read_text())
+    _, _, w_mlp, w_cross, low, high = meta["stack"]
+    assert w_cross * (high - low) >= 0.5 * w_mlp, meta["stack"]
