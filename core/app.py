@@ -37,7 +37,12 @@ from core.relay import Evicted, admit, chunks, send, unless_evicted
 from core.replica import Lease
 from core.settings import CoreSettings
 from shared import accesslog, completions, sse, tracing
-from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
+from shared.disconnect import (
+    CLIENT_CLOSED,
+    ClientDisconnected,
+    RememberDisconnect,
+    cancel_on_disconnect,
+)
 from shared.errors import EXCEPTION_HANDLERS, ApiError
 from shared.http import json_object, read_body, request_id
 from shared.streaming import EventStreamResponse
@@ -349,5 +354,6 @@ def create_app(settings: CoreSettings, engine_log: IO[bytes] | None = None) -> A
     key = settings.admin_key.get_secret_value() if settings.admin_key else None
     # Outside the auth check, so refused callers get a span and a log line too.
     return tracing.TraceMiddleware(
-        accesslog.AccessLog(CoreAuth(app, token, key), service="core"), service="core"
+        accesslog.AccessLog(RememberDisconnect(CoreAuth(app, token, key)), service="core"),
+        service="core",
     )

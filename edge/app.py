@@ -39,6 +39,7 @@ from edge.tiers.local_model import LocalModel
 from edge.upstream.pool import CorePool
 from shared import tracing
 from shared.accesslog import AccessLog
+from shared.disconnect import RememberDisconnect
 from shared.errors import EXCEPTION_HANDLERS
 from shared.tasks import cancel_and_wait
 
@@ -197,11 +198,12 @@ def create_app(settings: EdgeSettings) -> Starlette:
             *cache_admin.ROUTES,
         ],
         # Outermost first: the headers (and the arrival time the overhead counts from), the
-        # trace's server span, the access-log line.
+        # trace's server span, the access-log line, a client's leaving seen by every listener.
         middleware=[
             Middleware(TierHeaders),
             Middleware(tracing.TraceMiddleware, service="edge"),
             Middleware(AccessLog, service="edge"),
+            Middleware(RememberDisconnect),
         ],
         exception_handlers=dict(EXCEPTION_HANDLERS),
         lifespan=lifespan,

@@ -86,6 +86,10 @@ def pool(
         EDGECORE_CORE_ADMIN_KEY=ADMIN, EDGECORE_CORE_ADMISSION__QUEUE_INTERACTIVE="2",
         EDGECORE_CORE_ADMISSION__QUEUE_BATCH="1", EDGECORE_CORE_POOL__METRICS_INTERVAL_S="0.5",
         EDGECORE_CORE_RETRY_AFTER_S="3",
+        # Queued requests here wait for held streams to be closed, which on 2 loaded cores
+        # can take longer than the 30 s default deadline (a 429 queue_timeout in CI). The
+        # deadline itself is tested in test_pool_units.
+        EDGECORE_CORE_ADMISSION__QUEUE_TIMEOUT_S="300",
     )  # fmt: skip
     server = start("core-pool", [sys.executable, "-m", "tools.cli", "core", "serve"], env,
                    log_dir, f"http://127.0.0.1:{port}")  # fmt: skip
@@ -113,6 +117,7 @@ class Held:
         self.status: int | None = None
         self.replica: str | None = None
         self.retry_after: str | None = None
+        self.error = ""
         self.events: list[str] = []
         self.first = threading.Event()
         self.leave = threading.Event()
@@ -132,6 +137,7 @@ class Held:
                 self.replica = r.headers.get("x-edgecore-replica")
                 self.retry_after = r.headers.get("retry-after")
                 if r.status_code != 200:
+                    self.error = r.read().decode(errors="replace")  # said by a failing assert
                     return
                 for line in r.iter_lines():
                     if line.startswith("data: "):
@@ -194,7 +200,7 @@ def test_load_spreads_over_both_replicas(pool: PoolCore, held: list[Held]) -> No
     # The same conversation twice at once: the second goes to the idle replica.
     held += [Held(pool, "Tell me a story."), Held(pool, "Tell me a story.")]
     for h in held:
-        assert h.first.wait(120) and h.status == 200
+        assert h.first.wait(120) and h.status == 200, h.error
     assert {h.replica for h in held} == {"r0", "r1"}
     assert metric(pool.url, "edgecore_core_affinity_total", 'outcome="fallback"') >= 1
     for h in held:
@@ -219,7 +225,7 @@ def test_full_queue_answers_429_with_retry_after(pool: PoolCore, held: list[Held
     rejected = metric(pool.url, "edgecore_core_rejected_total", 'reason="queue_full"')
     held += [Held(pool, f"Write a long essay, part {i}.") for i in range(4)]  # 2 per replica
     for h in held:
-        assert h.first.wait(120) and h.status == 200
+        assert h.first.wait(120) and h.status == 200, h.error
     # A caller that leaves while queued gives its place up.
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(pool.url + "/v1/chat/completions", headers=pool.headers(),
@@ -244,7 +250,7 @@ def test_full_queue_answers_429_with_retry_after(pool: PoolCore, held: list[Held
     for h in held[:4]:
         h.close()  # slots free up: the queue drains, interactive first
     for h in [*queued, batch]:
-        assert h.first.wait(120) and h.status == 200
+        assert h.first.wait(120) and h.status == 200, h.error
     for h in held:
         h.close()
     assert eventually(lambda: idle(pool), 60)
@@ -264,7 +270,7 @@ def test_disconnect_aborts_the_engine_request(pool: PoolCore) -> None:
     disconnects = metric(pool.url, "edgecore_core_client_disconnects_total")
     # Streaming: leave after the first event.
     h = Held(pool, "Write a very long story.")
-    assert h.first.wait(120) and h.status == 200
+    assert h.first.wait(120) and h.status == 200, h.error
     assert eventually(lambda: metric(engines[h.replica or ""], "vllm:num_requests_running") == 1)
     h.close()
     # Non-streaming: give up before the answer.
@@ -290,7 +296,7 @@ def test_drain_moves_new_traffic_and_lets_in_flight_finish(
     # An answer in flight on some replica, long enough to outlive the drain call.
     h = Held(pool, "Count slowly.", max_tokens=200, min_tokens=200)
     held.append(h)
-    assert h.first.wait(120) and h.status == 200
+    assert h.first.wait(120) and h.status == 200, h.error
     target = h.replica or ""
     other = ({"r0", "r1"} - {target}).pop()
     r = pool.admin("POST", f"/replicas/{target}/drain", json={"deadline_s": 300, "then": "idle"})
@@ -310,7 +316,7 @@ def test_drain_moves_new_traffic_and_lets_in_flight_finish(
 def test_drain_deadline_ends_what_is_left(pool: PoolCore, held: list[Held]) -> None:
     h = Held(pool, "A story that will not be finished.")
     held.append(h)
-    assert h.first.wait(120) and h.status == 200
+    assert h.first.wait(120) and h.status == 200, h.error
     target = h.replica or ""
     pool.admin("POST", f"/replicas/{target}/drain", json={"deadline_s": 1})
     assert h.done.wait(60)

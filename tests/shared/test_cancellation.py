@@ -13,13 +13,18 @@ import ast
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from starlette.applications import Starlette
 from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message
 
 from core.discovery import Discovery
 from core.pool_config import ReplicaConfig
@@ -32,9 +37,11 @@ from edge.metrics import EdgeMetrics
 from edge.settings import CacheSettings
 from edge.tenancy.keys import Tenant
 from edge.tiers.slots import EdgeBusy, Slots
+from shared.disconnect import RememberDisconnect
 from shared.race import first_or_stop
 from shared.repeats import RepeatLog
 from shared.schemas import ChatCompletionRequest
+from shared.streaming import EventStreamResponse
 from shared.tasks import cancel_and_wait
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -332,6 +339,60 @@ def test_first_or_stop_keeps_the_callers_cancel() -> None:
         racing.cancel()
         with pytest.raises(asyncio.CancelledError):
             await racing
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("remembered", [True, False])
+def test_a_disconnect_taken_by_a_race_still_ends_the_stream(remembered: bool) -> None:
+    """A handler's race took the client's one ``http.disconnect`` (its work won just as the
+    client left); the stream it then starts must still end, and close its generator.
+
+    Without ``RememberDisconnect`` the stream runs for nobody (seen in CI, stop 40: the
+    edge model kept generating into a closed socket); the unremembered case shows it."""
+    closed = asyncio.Event()
+
+    async def endless() -> AsyncIterator[bytes]:
+        try:
+            while True:
+                yield b"data: {}\n\n"
+                await asyncio.sleep(0.01)
+        finally:
+            closed.set()
+
+    async def endpoint(request: Request) -> Response:
+        await request.body()
+        assert (await request.receive())["type"] == "http.disconnect"  # the race's loser
+        return EventStreamResponse(endless())
+
+    app: ASGIApp = Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+    if remembered:
+        app = RememberDisconnect(app)
+
+    async def run() -> None:
+        messages = [{"type": "http.request", "body": b"{}", "more_body": False},
+                    {"type": "http.disconnect"}]  # fmt: skip
+
+        async def receive() -> Message:  # like hypercorn: the disconnect comes once
+            if messages:
+                return messages.pop(0)
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+        async def send(message: Message) -> None:
+            pass
+
+        scope = {"type": "http", "method": "POST", "path": "/", "headers": [],
+                 "query_string": b"", "asgi": {"spec_version": "2.1"}}  # fmt: skip
+        task = asyncio.ensure_future(app(scope, receive, send))
+        try:
+            async with asyncio.timeout(2):
+                await asyncio.shield(task)
+            assert remembered and closed.is_set()
+        except TimeoutError:
+            assert not remembered, "the stream outlived its client"
+        finally:
+            await cancel_and_wait([task])
 
     asyncio.run(run())
 
