@@ -25,8 +25,9 @@ proxy (its percentile minus the direct path's at the same concurrency), requests
 requests per CPU-second of the proxy process (psutil: user + system time of the process
 and its children during the measured requests). Each concurrency runs in two rounds,
 the second in reverse path order, so drift hits all paths alike.
-Targets (reported, not asserted): edge TTFT overhead p50 <= 2 ms and <= half of LiteLLM's;
-edge requests per CPU-second >= 2x LiteLLM's. Machines here are noisy and have 2 cores
+Targets (issue 35; reported, not asserted): edge TTFT overhead p50 <= 0.1x LiteLLM's; edge
+requests per CPU-second >= 10x LiteLLM's; the edge's own ``x-edgecore-overhead-ms`` p50
+within 20 % of the overhead clients measure. Machines here are noisy and have 2 cores
 shared by client, proxy and upstream: compare ratios from one run.
 """
 
