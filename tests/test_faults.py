@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -162,11 +163,12 @@ def test_random_client_disconnects_leave_nothing_behind(
                         break
         except httpx.ReadTimeout:
             pass  # a non-streamed answer we did not wait for: also a disconnect
-    assert eventually(lambda: metric(edge_url, "edgecore_edge_in_flight") == 0)
-    assert eventually(lambda: metric(edge_url, "edgecore_core_streams") == 0)
-    assert eventually(lambda: metric(edge_url, "edgecore_edge_model_running") == 0)
-    assert eventually(lambda: metric(core_url, "edgecore_core_in_flight") == 0)
-    assert eventually(lambda: metric(engine_url, "vllm:num_requests_running") == 0)
+    for url, name in [(edge_url, "edgecore_edge_in_flight"), (edge_url, "edgecore_core_streams"),
+                      (edge_url, "edgecore_edge_model_running"),
+                      (core_url, "edgecore_core_in_flight"),
+                      (engine_url, "vllm:num_requests_running")]:  # fmt: skip
+        idle = partial(lambda u, n: metric(u, n) == 0, url, name)
+        assert eventually(idle), f"{name} = {metric(url, name)} (nothing may be left behind)"
 
 
 def test_engine_killed_is_restarted_and_the_edge_never_hangs(
