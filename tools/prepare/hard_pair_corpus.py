@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-_WORD = re.compile(r"[A-Za-z']+")
+WORD = re.compile(r"[A-Za-z']+")  # a word, for the generator's rules too
 # "MySQL vs PostgreSQL?", "between TCP and UDP", "Which is better, Python or Ruby?"
 _THING = r"(?:an? |the )?([A-Za-z][\w+#]*(?:\.\w+)?)"
 _SIDE_BY_SIDE = (
@@ -59,7 +59,7 @@ class Corpus:
         pairs: Counter[tuple[str, str]] = Counter()
         scopes: Counter[str] = Counter()
         for t in texts:
-            words = _WORD.findall(t)
+            words = WORD.findall(t)
             names.update(w for w in words[1:] if w[:1].isupper() and w != "I" and len(w) > 2)
             for pattern in _SIDE_BY_SIDE:
                 for m in pattern.finditer(t):
@@ -80,16 +80,16 @@ class Corpus:
         )
 
 
-def _inside(text: str, m: re.Match[str]) -> bool:
-    """Not a sentence's first word."""
-    return m.start() > 0 and not re.search(r"[.?!:]\s*$|^\s*$", text[: m.start()])
+def starts_sentence(text: str, i: int) -> bool:
+    """Does the word at ``i`` begin a sentence (the text's first, or after . ? ! :)?"""
+    return i == 0 or re.search(r"[.?!:]\s*$|^\s*$", text[:i]) is not None
 
 
 def entity(text: str, rng: random.Random, names: list[str]) -> str | None:
     """A capitalised word inside a sentence (not its first) replaced by another name."""
     spots = [
-        m for m in _WORD.finditer(text)
-        if m.group()[:1].isupper() and m.group() != "I" and _inside(text, m)
+        m for m in WORD.finditer(text)
+        if m.group()[:1].isupper() and m.group() != "I" and not starts_sentence(text, m.start())
     ]  # fmt: skip
     if not spots or not names:
         return None

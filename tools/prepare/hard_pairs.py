@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from shared.lexicon import AXES, SYNONYMS, axis_pairs
-from tools.prepare.hard_pair_corpus import Corpus, entity, scope, sibling
+from tools.prepare.hard_pair_corpus import WORD, Corpus, entity, scope, sibling, starts_sentence
 from tools.prepare.hard_pair_words import (
     ABBREVIATIONS,
     CONDITIONS,
@@ -44,6 +44,8 @@ from tools.prepare.hard_pair_words import (
     UNITS,
 )
 
+Span = tuple[int, int]  # a (start, end) slice of a text
+
 _UNIT: dict[str, str] = {}
 for _a, _b in UNITS:
     _UNIT.setdefault(_a, _b)
@@ -53,7 +55,6 @@ _NEGATED = re.compile(
     r"|\b(can|do|does|did|is|are|should|would|will)\s+not\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[A-Za-z']+")
 _NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.,]*\d)")
 # "from A to B" where B ends the clause and A is no gerund: "from trying to commit suicide"
 # is no direction.
@@ -91,7 +92,7 @@ def _case_like(word: str, model: str) -> str:
 
 
 def _swap_word(text: str, table: dict[str, str], rng: random.Random) -> str | None:
-    spots = [m for m in _WORD.finditer(text) if m.group().lower() in table]
+    spots = [m for m in WORD.finditer(text) if m.group().lower() in table]
     if not spots:
         return None
     m = rng.choice(spots)
@@ -222,12 +223,12 @@ _VERB_GAP = re.compile(
 _CAPITALISED = re.compile(r"\b[A-Z][\w+#]*(?: [A-Z][\w+#]*)*")
 
 
-def _names_in(text: str) -> list[tuple[int, int]]:
+def _names_in(text: str) -> list[Span]:
     """Spans of capitalised runs ("New York"), a sentence's first word left out."""
     spans = []
     for m in _CAPITALISED.finditer(text):
         i, j = m.span()
-        if i == 0 or re.search(r"[.?!:]\s*$", text[:i]):
+        if starts_sentence(text, i):
             i = text.find(" ", i, j) + 1  # "Did Apple": "Apple"
             if i == 0:
                 continue
@@ -236,37 +237,46 @@ def _names_in(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _swap_spans(text: str, a: tuple[int, int], b: tuple[int, int]) -> str:
+def _swap_spans(text: str, a: Span, b: Span) -> str:
     (i, j), (k, m) = a, b
     return text[:i] + text[k:m] + text[j:k] + text[i:j] + text[m:]
+
+
+def _role_spots(lower: str) -> list[tuple[Span, str]]:
+    """Each role noun's span and its counterpart ("sender": "recipient"), in text order."""
+    return sorted(
+        (m.span(), other) for a, b in ROLES for x, other in ((a, b), (b, a))
+        for m in re.finditer(rf"(?<![\w']){x}(?![\w'])", lower)
+    )  # fmt: skip
+
+
+def _role_swaps(text: str, spans: list[Span]) -> list[tuple[Span, Span]]:
+    """Pairs whose swap changes who does what to whom: two role nouns, or two names with a
+    verb between them ("Did Apple sue Samsung?", not "Rs 500 ... India"). Never two joined
+    symmetrically ("A and B", "between A and B") nor the same word twice."""
+    lower = text.lower()
+    pairs = [(x, y) for n, x in enumerate(spans) for y in spans[n + 1 :]]
+    names = _names_in(text)
+    pairs += [
+        (x, y) for n, x in enumerate(names) for y in names[n + 1 :]
+        if _VERB_GAP.match(text[x[1] : y[0]])
+    ]  # fmt: skip
+    return [
+        (x, y) for x, y in pairs
+        if x[1] <= y[0] and text[x[1] : y[0]].strip().lower() not in _JOINS
+        and text[x[0] : x[1]].lower() != text[y[0] : y[1]].lower()
+        and "between" not in lower[: x[0]].split()[-2:]
+    ]  # fmt: skip
 
 
 def role(text: str, rng: random.Random) -> str | None:
     """Who does what to whom, changed: two roles or two names swapped where they are not
     joined symmetrically, else one role replaced by its counterpart ("the sender" / "the
     recipient")."""
-    lower = text.lower()
-    spots = [
-        (m.span(), other) for a, b in ROLES for x, other in ((a, b), (b, a))
-        for m in re.finditer(rf"(?<![\w']){x}(?![\w'])", lower)
-    ]  # fmt: skip
-    spots.sort()
-    pairs = [(x, y) for n, x in enumerate(spots) for y in spots[n + 1 :]]
-    # Two names with a verb between them ("Did Apple sue Samsung?"), not "Rs 500 ... India"
-    names = _names_in(text)
-    pairs += [
-        ((x, ""), (y, "")) for n, x in enumerate(names) for y in names[n + 1 :]
-        if _VERB_GAP.match(text[x[1] : y[0]])
-    ]  # fmt: skip
-    pairs = [
-        (x, y) for x, y in pairs
-        if x[0][1] <= y[0][0] and text[x[0][1] : y[0][0]].strip().lower() not in _JOINS
-        and text[x[0][0] : x[0][1]].lower() != text[y[0][0] : y[0][1]].lower()
-        and "between" not in lower[: x[0][0]].split()[-2:]
-    ]  # fmt: skip
-    if pairs:
-        x, y = rng.choice(pairs)
-        return _swap_spans(text, x[0], y[0])
+    spots = _role_spots(text.lower())
+    swaps = _role_swaps(text, [span for span, _ in spots])
+    if swaps:
+        return _swap_spans(text, *rng.choice(swaps))
     if not spots:
         return None
     (i, j), other = rng.choice(spots)
