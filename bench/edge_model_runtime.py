@@ -9,10 +9,12 @@ the edge's model (``LOCAL__MODEL_DIR``, by default SmolLM2-135M INT8) and ``--pr
 prompts of ``--tokens`` greedy tokens each:
 
 - ``one at a time``: one ``og.Generator`` after another (``--threads`` intra-op threads);
-- ``slots``: ``--slots`` generators at once on worker threads, as the tier runs today
-  (``LOCAL__MAX_CONCURRENCY``, default 2);
+- ``slots``: ``--slots`` generators at once on threads of this process, as the tier ran
+  until stop 41 (``LOCAL__MAX_CONCURRENCY``, default 2);
 - ``engine``: ``og.Engine`` with every prompt submitted at once, driven from its owner thread
-  (it refuses calls from any other), batching up to its configured batch size.
+  (it refuses calls from any other), batching up to its configured batch size;
+- ``edge tier``: the edge's own ``LocalModel`` (its model process, ``--slots`` at once), the
+  prompts streamed on the event loop whose lag is measured.
 
 For each: aggregate tokens/s, the time to each prompt's first token (p50, max), and the lag
 of an asyncio loop on the main thread meanwhile (how late a 1 ms timer fires, p99 and max).
@@ -37,7 +39,7 @@ import numpy as np
 
 from bench.common import Results, progress, run_bench
 
-MODES = ("one at a time", "slots", "engine")
+MODES = ("one at a time", "slots", "engine", "edge tier")
 
 
 def _load(model_dir: Path, threads: int) -> tuple[Any, Any]:
@@ -120,6 +122,40 @@ def _engine(model: Any, prompts: list[Any], tokens: int) -> tuple[int, list[floa
     return out["count"], out["firsts"], out["batch"]
 
 
+async def _tier(model_dir: Path, prompts: int, tokens: int, threads: int, slots: int) -> Any:
+    """Every prompt streamed at once through the edge's LocalModel; the loop's lag meanwhile."""
+    from edge.tiers.local_model import Generation, LocalModel
+    from shared.schemas import ChatCompletionRequest
+
+    model = await asyncio.to_thread(
+        LocalModel, model_dir, threads=threads, max_concurrency=slots, queue_timeout_s=600,
+        context_tokens=2048, max_new_tokens=tokens,
+    )  # fmt: skip
+    try:
+        t0, done, firsts = time.perf_counter(), threading.Event(), []
+
+        async def one(i: int) -> int:
+            content = f"Write a short story about lighthouse number {i}."
+            messages = [{"role": "user", "content": content}]
+            req = ChatCompletionRequest.model_validate(
+                {"model": "edge", "temperature": 0, "messages": messages}
+            )
+            gen, n = Generation(), 0
+            async for _ in model.stream(req, gen):
+                n += 1
+                if n == 1:
+                    firsts.append(time.perf_counter() - t0)
+            return gen.completion_tokens
+
+        lagging = asyncio.ensure_future(_lags(done))
+        counts = await asyncio.gather(*(one(i) for i in range(prompts)))
+        wall = time.perf_counter() - t0
+        done.set()
+        return sum(counts), firsts, wall, await lagging
+    finally:
+        await asyncio.to_thread(model.close)
+
+
 async def _lags(done: threading.Event) -> list[float]:
     """How late a 1 ms timer fires, again and again until ``done`` (s): an event loop's lag."""
     lags = []
@@ -160,7 +196,11 @@ def measure(args: argparse.Namespace) -> Results:
     batch = None
     for mode in MODES:
         progress(f"{mode} ...")
-        if mode == "engine":
+        if mode == "edge tier":
+            count, firsts, wall, lags = asyncio.run(
+                _tier(model_dir, args.prompts, args.tokens, args.threads, args.slots)
+            )
+        elif mode == "engine":
             (count, firsts, batch), wall, lags = _beside(
                 lambda: _engine(model, prompts, args.tokens)
             )

@@ -125,7 +125,10 @@ class EdgePipeline:
         if not self.core.pool.candidates():  # every core's breaker is open: saturated
             self.saturation.mark()
         model = self.local.model
-        high = model is not None and model.waiting >= self.settings.route.edge_queue_high
+        # A dead model process counts as a full queue: "auto" goes to the core meanwhile.
+        high = model is not None and (
+            not model.alive or model.waiting >= self.settings.route.edge_queue_high
+        )
         return Load(core_saturated=self.saturation.active, edge_queue_high=high)
 
     @traced_sync("edge.route")

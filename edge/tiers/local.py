@@ -19,7 +19,13 @@ from starlette.responses import Response
 from edge.context import Answer, RequestContext
 from edge.metrics import EdgeMetrics
 from edge.replies import json_answer, sse_answer, text_events
-from edge.tiers.local_model import EdgeBusy, Generation, LocalModel, PromptTooLong
+from edge.tiers.local_model import (
+    EdgeBusy,
+    Generation,
+    LocalModel,
+    ModelProcessDied,
+    PromptTooLong,
+)
 from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import ApiError
@@ -51,7 +57,7 @@ class LocalTier:
 
     @property
     def available(self) -> bool:
-        return self.model is not None
+        return self.model is not None and self.model.alive
 
     @traced("edge.tier.edge")
     async def answer(
@@ -195,6 +201,11 @@ class LocalTier:
         except EdgeBusy:
             raise ApiError(
                 503, "the edge model is busy; retry later", code="edge_busy",
+                headers={"retry-after": str(self.retry_after_s)},
+            ) from None  # fmt: skip
+        except ModelProcessDied:
+            raise ApiError(
+                503, "the edge model is not running", code="edge_unavailable",
                 headers={"retry-after": str(self.retry_after_s)},
             ) from None  # fmt: skip
         except PromptTooLong as exc:

@@ -1,8 +1,10 @@
 """The edge's small model on onnxruntime-genai (by default SmolLM2-135M-Instruct, INT8).
 
-Generation runs on worker threads; tokens reach the event loop through a queue. A bounded
+The model runs in its own process (``edge.tiers.local_worker``: onnxruntime-genai holds the
+GIL for a whole decode step, which stalled the edge's event loop when it ran on a thread
+here); text pieces reach the event loop through a pipe and a reader thread. A bounded
 number of generations run at once (the edge has few cores); waiting for a slot has a
-deadline, and a cancelled request stops its generator at the next token.
+deadline, and a cancelled request stops its generation at the next token.
 
 The model folder says what the model is: its chat template and stop tokens (read by the
 runtime from ``genai_config.json`` and the tokenizer files) and its context window
@@ -13,22 +15,25 @@ runtime from ``genai_config.json`` and the tokenizer files) and its context wind
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
+import multiprocessing
 import threading
 from collections.abc import AsyncGenerator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import onnxruntime_genai as og
 
+from edge.tiers.local_worker import Job, Options, serve
 from edge.tiers.slots import EdgeBusy, Slots
 from shared.schemas import ChatCompletionRequest
 
 __all__ = [
-    "EdgeBusy", "Generation", "LocalModel", "PromptTooLong", "ProviderUnavailable",
-    "check_provider", "context_length",
+    "EdgeBusy", "Generation", "LocalModel", "ModelProcessDied", "PromptTooLong",
+    "ProviderUnavailable", "check_provider", "context_length",
 ]  # fmt: skip
 
 
@@ -86,7 +91,18 @@ class Generation:
     finish_reason: str = "stop"
 
 
+class ModelProcessDied(RuntimeError):
+    """The edge model's process ended while the edge still needed it."""
+
+
 class LocalModel:
+    """The edge's client of its model process (``edge.tiers.local_worker``).
+
+    ``stream`` takes a slot (the queue deadline, the ``waiting``/``running`` figures), sends
+    the request to the worker and yields the pieces it sends back; closing the stream early
+    tells the worker to stop at its next token, and the slot is given back once it has.
+    """
+
     def __init__(
         self,
         model_dir: Path,
@@ -98,85 +114,56 @@ class LocalModel:
         max_new_tokens: int,
         repetition_penalty: float = 1.0,
         provider: str = "cpu",
+        start_timeout_s: float = 300.0,
     ) -> None:
         check_provider(provider)  # before loading: a wrong provider fails by name, at once
-        config = og.Config(str(model_dir))
-        config.clear_providers()  # the CPU
-        if provider != "cpu":
-            config.append_provider(provider)
-        # Threads per generation: set through the config overlay the runtime reads.
-        config.overlay(
-            json.dumps(
-                {
-                    "model": {
-                        "decoder": {
-                            "session_options": {
-                                "intra_op_num_threads": threads,
-                                "inter_op_num_threads": 1,
-                            }
-                        }
-                    }
-                }
-            )
-        )
-        self.model = og.Model(config)
-        self.tokenizer = og.Tokenizer(self.model)
         window = context_length(model_dir)
         self.context_tokens = min(context_tokens, window) if window else context_tokens
         self.max_new_tokens = max_new_tokens
         self.repetition_penalty = repetition_penalty
         self.slots = Slots(max_concurrency, queue_timeout_s)
-        self._executor = ThreadPoolExecutor(max_concurrency, thread_name_prefix="edge-gen")
         self.cancelled = 0  # generations stopped early because nobody was listening
+        # spawn, not fork: the edge has threads (fork would copy their locks mid-use).
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        options = Options(str(model_dir), threads, provider, max_concurrency, self.context_tokens)
+        self._process = ctx.Process(
+            target=serve, args=(child, options), name="edgecore-edge-model", daemon=True
+        )
+        self._process.start()
+        child.close()  # ours is closed in the child: its reads end when we go
+        self._send_lock = threading.Lock()
+        self._streams: dict[int, asyncio.Queue[tuple[str, Any]]] = {}
+        self._ids = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._died = False
+        if not self._conn.poll(start_timeout_s):
+            self.close()
+            raise ModelProcessDied(f"the edge model did not load within {start_timeout_s:g}s")
+        kind, detail = self._conn.recv()
+        if kind != "ready":
+            self.close()
+            raise ModelProcessDied(f"the edge model failed to load from {model_dir}: {detail}")
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        with contextlib.suppress(OSError, ValueError):
+            with self._send_lock:
+                self._conn.send(("close",))
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+        self._conn.close()
 
-    def _prompt_tokens(self, req: ChatCompletionRequest, raw: str | None = None) -> Any:
-        if raw is not None:  # /v1/completions: the text as it is, no chat template
-            return self.tokenizer.encode(raw)
-        messages = [{"role": m.role, "content": m.text()} for m in req.messages]
-        prompt = self.tokenizer.apply_chat_template(
-            json.dumps(messages), add_generation_prompt=True
-        )
-        return self.tokenizer.encode(prompt)
+    @property
+    def alive(self) -> bool:
+        """False once the model process has ended (its pipe closed)."""
+        return not self._died
 
-    async def stream(
-        self, req: ChatCompletionRequest, gen: Generation, raw_prompt: str | None = None
-    ) -> AsyncGenerator[str, None]:
-        """Yield text deltas; ``gen`` holds token counts and finish reason at the end.
-
-        ``raw_prompt``: continue this text (``/v1/completions``) instead of the chat."""
-        async with self.slots.slot():
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
-            stop = threading.Event()
-
-            def emit(item: str | BaseException | None) -> None:
-                loop.call_soon_threadsafe(queue.put_nowait, item)
-
-            tokens = await loop.run_in_executor(
-                self._executor, self._prompt_tokens, req, raw_prompt
-            )
-            gen.prompt_tokens = len(tokens)
-            if gen.prompt_tokens >= self.context_tokens:
-                raise PromptTooLong(gen.prompt_tokens, self.context_tokens)
-            limit = min(req.output_limit or self.max_new_tokens, self.max_new_tokens)
-            limit = min(limit, self.context_tokens - gen.prompt_tokens)
-            future = loop.run_in_executor(
-                self._executor, self._generate, req, tokens, limit, gen, stop, emit
-            )
-            try:
-                while True:
-                    item = await queue.get()
-                    if item is None:
-                        break
-                    if isinstance(item, BaseException):
-                        raise item
-                    yield item
-            finally:
-                stop.set()  # client gone or stream closed: free the slot at the next token
-                await asyncio.shield(future)
+    @property
+    def pid(self) -> int | None:
+        """The model process's id."""
+        return self._process.pid
 
     @property
     def waiting(self) -> int:
@@ -186,63 +173,110 @@ class LocalModel:
     def running(self) -> int:
         return self.slots.running
 
-    def _generate(
-        self,
-        req: ChatCompletionRequest,
-        tokens: Any,
-        limit: int,
-        gen: Generation,
-        stop: threading.Event,
-        emit: Any,
-    ) -> None:
-        try:
-            params = og.GeneratorParams(self.model)
-            extra = req.model_extra or {}  # vLLM's extensions the edge honours too
-            options: dict[str, Any] = {
-                "max_length": gen.prompt_tokens + limit,
-                "repetition_penalty": float(
-                    extra.get("repetition_penalty") or self.repetition_penalty
-                ),
-            }
-            temperature = 1.0 if req.temperature is None else req.temperature
-            if temperature > 0:
-                options.update(do_sample=True, temperature=temperature, top_p=req.top_p or 1.0)
-                if isinstance(extra.get("top_k"), int) and extra["top_k"] > 0:
-                    options["top_k"] = extra["top_k"]
-            else:
-                options.update(do_sample=False)
-            if req.seed is not None:
-                options["random_seed"] = req.seed % 2**31  # the runtime takes a 32-bit seed
-            params.set_search_options(**options)
-            generator = og.Generator(self.model, params)
-            generator.append_tokens(tokens)
-            decoder = self.tokenizer.create_stream()
-            stops = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
-            text = ""
-            gen.finish_reason = "length"
-            while not stop.is_set():
-                if generator.is_done():
-                    gen.finish_reason = "stop" if gen.completion_tokens < limit else "length"
-                    break
-                generator.generate_next_token()
-                token = generator.get_next_tokens()[0]
-                gen.completion_tokens += 1
-                piece = decoder.decode(token)
-                if not piece:
-                    continue
-                if stops:
-                    text += piece
-                    hit = min((i for s in stops if (i := text.find(s)) >= 0), default=-1)
-                    if hit >= 0:
-                        tail = text[:hit]
-                        already = len(text) - len(piece)
-                        if hit > already:
-                            emit(tail[already:])
-                        gen.finish_reason = "stop"
-                        break
-                emit(piece)
-            if stop.is_set():
-                self.cancelled += 1
-            emit(None)
-        except BaseException as exc:  # surfaced on the event loop, not lost in the thread
-            emit(exc)
+    def _job(self, req: ChatCompletionRequest, raw_prompt: str | None) -> Job:
+        extra = req.model_extra or {}  # vLLM's extensions the edge honours too
+        top_k = extra.get("top_k")
+        return Job(
+            messages=[] if raw_prompt is not None
+            else [{"role": m.role, "content": m.text()} for m in req.messages],
+            raw_prompt=raw_prompt,
+            max_tokens=min(req.output_limit or self.max_new_tokens, self.max_new_tokens),
+            temperature=1.0 if req.temperature is None else req.temperature,
+            top_p=req.top_p or 1.0,
+            top_k=top_k if isinstance(top_k, int) and top_k > 0 else None,
+            seed=req.seed,
+            repetition_penalty=float(extra.get("repetition_penalty") or self.repetition_penalty),
+            stops=[req.stop] if isinstance(req.stop, str) else list(req.stop or []),
+        )  # fmt: skip
+
+    async def stream(
+        self, req: ChatCompletionRequest, gen: Generation, raw_prompt: str | None = None
+    ) -> AsyncGenerator[str, None]:
+        """Yield text deltas; ``gen`` holds token counts and finish reason at the end.
+
+        ``raw_prompt``: continue this text (``/v1/completions``) instead of the chat."""
+        async with self.slots.slot():
+            rid, queue = self._open()
+            self._send(("generate", rid, self._job(req, raw_prompt)))
+            ended = False
+            try:
+                while True:
+                    kind, value = await queue.get()
+                    if kind == "piece":
+                        yield value
+                    elif kind == "prompt":
+                        gen.prompt_tokens = value
+                    else:
+                        ended = True
+                        self._finish(gen, kind, value)
+                        return
+            finally:
+                if not ended:
+                    # Client gone or stream closed: the worker stops at its next token, and
+                    # the slot is free once it has (shielded: this often runs in a cancel).
+                    with contextlib.suppress(OSError, ValueError):
+                        self._send(("stop", rid))
+                    await asyncio.shield(self._drain(queue, gen))
+                self._streams.pop(rid, None)
+
+    def _finish(self, gen: Generation, kind: str, value: Any) -> None:
+        if kind == "done":
+            gen.completion_tokens, gen.finish_reason, stopped = value
+            self.cancelled += bool(stopped)
+            return
+        what, detail = value
+        if what == "prompt_too_long":
+            raise PromptTooLong(*detail)
+        if what == "died":
+            raise ModelProcessDied(detail)
+        raise RuntimeError(f"the edge model failed: {detail}")
+
+    async def _drain(self, queue: asyncio.Queue[tuple[str, Any]], gen: Generation) -> None:
+        while True:
+            kind, value = await queue.get()
+            if kind in ("done", "error"):
+                with contextlib.suppress(Exception):
+                    self._finish(gen, kind, value)
+                return
+
+    def _open(self) -> tuple[int, asyncio.Queue[tuple[str, Any]]]:
+        if self._loop is None:  # the reader delivers onto the loop that serves the streams
+            self._loop = asyncio.get_running_loop()
+            threading.Thread(target=self._read, name="edge-model-reader", daemon=True).start()
+        if self._died:
+            raise ModelProcessDied("the edge model's process has ended")
+        rid = next(self._ids)
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._streams[rid] = queue
+        return rid, queue
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        with self._send_lock:  # close() sends from another thread
+            self._conn.send(message)
+
+    def _read(self) -> None:
+        """The reader thread: each message from the worker onto the event loop."""
+        assert self._loop is not None
+        while True:
+            try:
+                message = self._conn.recv()
+            except (EOFError, OSError):
+                break
+            try:
+                self._loop.call_soon_threadsafe(self._deliver, message)
+            except RuntimeError:  # the loop is closed: the edge is stopping
+                return
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._ended)
+
+    def _deliver(self, message: tuple[Any, ...]) -> None:
+        rid, kind, value = message
+        queue = self._streams.get(rid)
+        if queue is not None:
+            queue.put_nowait((kind, value))
+
+    def _ended(self) -> None:
+        """The worker is gone: every open stream fails, and so does every later one."""
+        self._died = True
+        for queue in self._streams.values():
+            queue.put_nowait(("error", ("died", "the edge model's process ended")))

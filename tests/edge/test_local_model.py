@@ -1,10 +1,13 @@
-"""The edge model's execution provider and context window (edge/tiers/local_model.py): a
-provider this onnxruntime-genai build lacks fails at start, by name; the window comes from
-the model folder."""
+"""The edge model (edge/tiers/local_model.py): a provider this onnxruntime-genai build lacks
+fails at start, by name; the window comes from the model folder; the model runs in its own
+process, which ends with the edge, and whose death fails streams instead of hanging them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 import onnxruntime_genai as og
@@ -12,11 +15,14 @@ import pytest
 
 from edge.tiers.local_model import (
     PROVIDERS,
+    Generation,
     LocalModel,
+    ModelProcessDied,
     ProviderUnavailable,
     check_provider,
     context_length,
 )
+from shared.schemas import ChatCompletionRequest
 
 
 def test_the_cpu_is_always_there() -> None:
@@ -54,3 +60,74 @@ def test_the_shipped_edge_model_keeps_the_configured_cap(models_dir: Path) -> No
         assert model.context_tokens == 2048  # the setting caps it on a small edge
     finally:
         model.close()
+
+
+def ask(content: str, **extra: object) -> ChatCompletionRequest:
+    body = {"model": "edge", "messages": [{"role": "user", "content": content}], **extra}
+    return ChatCompletionRequest.model_validate(body)
+
+
+def edge_model(models_dir: Path, **settings: int) -> LocalModel:
+    folder = models_dir / "smollm2-135m-instruct-onnx-int8"
+    if not folder.exists():
+        pytest.skip("edge model not prepared")
+    options = dict(threads=1, max_concurrency=1, context_tokens=2048, max_new_tokens=8)
+    options.update(settings)
+    return LocalModel(folder, queue_timeout_s=5.0, **options)
+
+
+def alive(pid: int | None) -> bool:
+    try:
+        os.kill(pid or -1, 0)
+        os.waitpid(pid or -1, os.WNOHANG)  # reap it if it is our zombie
+    except (ProcessLookupError, ChildProcessError):
+        return False
+    return True
+
+
+def test_the_model_runs_in_its_own_process_which_ends_with_close(models_dir: Path) -> None:
+    model = edge_model(models_dir)
+    assert model.pid is not None and model.pid != os.getpid() and alive(model.pid)
+
+    async def answer() -> tuple[str, Generation]:
+        gen = Generation()
+        text = "".join([p async for p in model.stream(ask("Say hello.", temperature=0), gen)])
+        return text, gen
+
+    try:
+        text, gen = asyncio.run(answer())
+        assert text and gen.prompt_tokens > 0 and 0 < gen.completion_tokens <= 8
+    finally:
+        model.close()
+    assert not alive(model.pid)
+
+
+def test_a_dead_model_process_fails_streams_instead_of_hanging_them(models_dir: Path) -> None:
+    model = edge_model(models_dir, max_new_tokens=400)
+
+    async def run() -> None:
+        async with asyncio.timeout(60):
+            essay = ask("Write a long essay about the sea.", temperature=0)
+            stream = model.stream(essay, Generation())
+            await anext(stream)  # generating
+            os.kill(model.pid or -1, signal.SIGKILL)
+            with pytest.raises(ModelProcessDied):
+                async for _ in stream:
+                    pass
+            assert model.running == 0  # the slot came back
+            with pytest.raises(ModelProcessDied):  # and the next request is told at once
+                await anext(model.stream(ask("Hi."), Generation()))
+
+    try:
+        asyncio.run(run())
+    finally:
+        model.close()
+
+
+def test_a_folder_that_is_no_model_fails_at_start_with_the_runtimes_reason(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "genai_config.json").write_text(json.dumps({"model": {"type": "nonesuch"}}))
+    with pytest.raises(ModelProcessDied, match="failed to load"):
+        LocalModel(tmp_path, threads=1, max_concurrency=1, queue_timeout_s=1.0,
+                   context_tokens=2048, max_new_tokens=16)  # fmt: skip

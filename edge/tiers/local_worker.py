@@ -1,0 +1,175 @@
+"""The edge model's own process: where onnxruntime-genai runs, away from the event loop.
+
+onnxruntime-genai 0.18 holds the GIL for a whole decode step (and a whole prefill) inside
+``Generator.generate_next_token``. On a thread of the edge's process that stalled the event
+loop, and every cache hit and forwarded stream with it, by 130-330 ms at p99 while the model
+worked (``bench.edge_model_runtime``). Here the model lives in a child process; the edge
+sends it requests over a pipe and receives text pieces back.
+
+The protocol (pickled tuples over one ``multiprocessing`` pipe):
+
+- to the worker: ``("generate", rid, Job)``, ``("stop", rid)``, ``("close",)``;
+- from it: ``("ready", None)`` or ``("failed", message)`` once at start, then per request
+  ``(rid, "prompt", n)``, ``(rid, "piece", text)`` ..., and last ``(rid, "done",
+  (completion_tokens, finish_reason, stopped))`` or ``(rid, "error", (kind, detail))``.
+
+The worker exits when the edge closes the pipe or dies (its read ends): nothing outlives
+the edge.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+@dataclass
+class Job:
+    """One generation, in plain values (it crosses the process boundary)."""
+
+    messages: list[dict[str, str]]
+    raw_prompt: str | None  # /v1/completions: continue this text, no chat template
+    max_tokens: int  # the request's limit, capped by the edge's
+    temperature: float
+    top_p: float
+    top_k: int | None
+    seed: int | None
+    repetition_penalty: float
+    stops: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Options:
+    """What the worker loads."""
+
+    model_dir: str
+    threads: int
+    provider: str
+    max_concurrency: int
+    context_tokens: int
+
+
+def serve(conn: Connection, options: Options) -> None:
+    """The worker's main: load the model, then serve the pipe until it closes."""
+    try:
+        model, tokenizer = _load(options)
+    except Exception as exc:  # reported to the edge, which fails at start with it
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None))
+    lock = threading.Lock()  # generation threads send concurrently
+
+    def send(*message: Any) -> None:
+        with lock:
+            conn.send(message)
+
+    stops: dict[int, threading.Event] = {}
+    pool = ThreadPoolExecutor(options.max_concurrency, thread_name_prefix="edge-gen")
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return  # the edge is gone
+            if message[0] == "close":
+                return
+            if message[0] == "stop":
+                if (event := stops.get(message[1])) is not None:
+                    event.set()
+                continue
+            _, rid, job = message
+            stops[rid] = threading.Event()
+
+            def run(rid: int = rid, job: Job = job) -> None:
+                try:
+                    _generate(model, tokenizer, job, options.context_tokens, stops[rid],
+                              lambda kind, value: send(rid, kind, value))  # fmt: skip
+                except Exception as exc:  # surfaced on the edge, not lost here
+                    send(rid, "error", ("failed", f"{type(exc).__name__}: {exc}"))
+                finally:
+                    stops.pop(rid, None)
+
+            pool.submit(run)
+    finally:
+        for event in list(stops.values()):
+            event.set()  # each generation ends at its next token
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _load(options: Options) -> tuple[Any, Any]:
+    import onnxruntime_genai as og
+
+    config = og.Config(options.model_dir)
+    config.clear_providers()  # the CPU
+    if options.provider != "cpu":
+        config.append_provider(options.provider)
+    # Threads per generation: set through the config overlay the runtime reads.
+    session = {"intra_op_num_threads": options.threads, "inter_op_num_threads": 1}
+    config.overlay(json.dumps({"model": {"decoder": {"session_options": session}}}))
+    model = og.Model(config)
+    return model, og.Tokenizer(model)
+
+
+def _generate(
+    model: Any,
+    tokenizer: Any,
+    job: Job,
+    context_tokens: int,
+    stop: threading.Event,
+    emit: Any,
+) -> None:
+    import onnxruntime_genai as og
+
+    if job.raw_prompt is not None:
+        tokens = tokenizer.encode(job.raw_prompt)
+    else:
+        chat = tokenizer.apply_chat_template(json.dumps(job.messages), add_generation_prompt=True)
+        tokens = tokenizer.encode(chat)
+    prompt = len(tokens)
+    if prompt >= context_tokens:
+        emit("error", ("prompt_too_long", (prompt, context_tokens)))
+        return
+    emit("prompt", prompt)
+    limit = min(job.max_tokens, context_tokens - prompt)
+    params = og.GeneratorParams(model)
+    options: dict[str, Any] = {
+        "max_length": prompt + limit,
+        "repetition_penalty": job.repetition_penalty,
+    }
+    if job.temperature > 0:
+        options.update(do_sample=True, temperature=job.temperature, top_p=job.top_p)
+        if job.top_k:
+            options["top_k"] = job.top_k
+    else:
+        options.update(do_sample=False)
+    if job.seed is not None:
+        options["random_seed"] = job.seed % 2**31  # the runtime takes a 32-bit seed
+    params.set_search_options(**options)
+    generator = og.Generator(model, params)
+    generator.append_tokens(tokens)
+    decoder = tokenizer.create_stream()
+    text, count, finish = "", 0, "length"
+    while not stop.is_set():
+        if generator.is_done():
+            finish = "stop" if count < limit else "length"
+            break
+        generator.generate_next_token()
+        count += 1
+        piece = decoder.decode(generator.get_next_tokens()[0])
+        if not piece:
+            continue
+        if job.stops:
+            text += piece
+            hit = min((i for s in job.stops if (i := text.find(s)) >= 0), default=-1)
+            if hit >= 0:
+                already = len(text) - len(piece)
+                if hit > already:
+                    emit("piece", text[already:hit])
+                finish = "stop"
+                break
+        emit("piece", piece)
+    emit("done", (count, finish, stop.is_set()))
