@@ -140,7 +140,11 @@ class LocalModel:
         if not self._conn.poll(start_timeout_s):
             self.close()
             raise ModelProcessDied(f"the edge model did not load within {start_timeout_s:g}s")
-        kind, detail = self._conn.recv()
+        try:
+            kind, detail = self._conn.recv()
+        except EOFError:  # it died while loading (a crash in the runtime, out of memory)
+            self._process.join(5)
+            kind, detail = "failed", f"its process exited with {self._process.exitcode}"
         if kind != "ready":
             self.close()
             raise ModelProcessDied(f"the edge model failed to load from {model_dir}: {detail}")

@@ -20,6 +20,7 @@ the edge.
 from __future__ import annotations
 
 import json
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ class Options:
 
 def serve(conn: Connection, options: Options) -> None:
     """The worker's main: load the model, then serve the pipe until it closes."""
+    # A Ctrl-C or a SIGTERM sent to the edge's whole process group is the edge's to handle:
+    # it finishes its streams and then closes the pipe, which is what ends this process.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         model, tokenizer = _load(options)
     except Exception as exc:  # reported to the edge, which fails at start with it
