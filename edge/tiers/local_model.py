@@ -201,7 +201,11 @@ class LocalModel:
         ``raw_prompt``: continue this text (``/v1/completions``) instead of the chat."""
         async with self.slots.slot():
             rid, queue = self._open()
-            self._send(("generate", rid, self._job(req, raw_prompt)))
+            try:
+                self._send(("generate", rid, self._job(req, raw_prompt)))
+            except (OSError, ValueError):  # the pipe is broken: the process has ended
+                self._streams.pop(rid, None)
+                raise ModelProcessDied("the edge model's process has ended") from None
             ended = False
             try:
                 while True:

@@ -139,3 +139,20 @@ def test_a_folder_that_is_no_model_fails_at_start_with_the_runtimes_reason(
     with pytest.raises(ModelProcessDied, match="failed to load"):
         LocalModel(tmp_path, threads=1, max_concurrency=1, queue_timeout_s=1.0,
                    context_tokens=2048, max_new_tokens=16)  # fmt: skip
+
+
+def test_a_model_process_dead_before_any_request_fails_the_first_one(models_dir: Path) -> None:
+    model = edge_model(models_dir)
+    os.kill(model.pid or -1, signal.SIGKILL)
+    model._process.join(10)  # gone before the edge asked anything: no reader yet
+
+    async def run() -> None:
+        async with asyncio.timeout(30):
+            with pytest.raises(ModelProcessDied):
+                await anext(model.stream(ask("Hi."), Generation()))
+            assert model.running == 0
+
+    try:
+        asyncio.run(run())
+    finally:
+        model.close()
