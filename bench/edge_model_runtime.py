@@ -43,14 +43,10 @@ MODES = ("one at a time", "slots", "engine", "edge tier")
 
 
 def _load(model_dir: Path, threads: int) -> tuple[Any, Any]:
-    import onnxruntime_genai as og
+    """The model as the edge's model process loads it (one place says how)."""
+    from edge.tiers.local_worker import Options, load_model
 
-    config = og.Config(str(model_dir))
-    config.clear_providers()
-    options = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
-    config.overlay(json.dumps({"model": {"decoder": {"session_options": options}}}))
-    model = og.Model(config)
-    return model, og.Tokenizer(model)
+    return load_model(Options(str(model_dir), threads, "cpu", 1, 2048))
 
 
 def _prompts(tokenizer: Any, n: int) -> list[Any]:

@@ -61,7 +61,7 @@ def serve(conn: Connection, options: Options) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        model, tokenizer = _load(options)
+        model, tokenizer = load_model(options)
     except Exception as exc:  # reported to the edge, which fails at start with it
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
@@ -105,7 +105,7 @@ def serve(conn: Connection, options: Options) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _load(options: Options) -> tuple[Any, Any]:
+def load_model(options: Options) -> tuple[Any, Any]:
     import onnxruntime_genai as og
 
     config = og.Config(options.model_dir)
