@@ -35,7 +35,7 @@ from edge.tenancy.keys import KeyStore
 from edge.tenancy.limits import Limiter
 from edge.tiers.core import CoreTier
 from edge.tiers.local import LocalTier
-from edge.tiers.local_model import LocalModel
+from edge.tiers.local_model import LocalModel, served_name
 from edge.upstream.pool import CorePool
 from shared import tracing
 from shared.accesslog import AccessLog
@@ -72,6 +72,7 @@ async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalM
             max_new_tokens=settings.local.max_new_tokens,
             repetition_penalty=settings.local.repetition_penalty,
             provider=settings.local.provider,
+            restart_backoff_s=settings.local.restart_backoff_s,
         )
     else:
         log.warning("no edge model at %s: every request goes to the core", model_dir)
@@ -108,6 +109,10 @@ def _router(settings: EdgeSettings, model: RouterModel | None, local: LocalModel
 
 
 def create_app(settings: EdgeSettings) -> Starlette:
+    if not settings.edge_model:  # the edge model's folder names it
+        name = served_name(settings.resolved_edge_model_dir())
+        settings = settings.model_copy(update={"edge_model": name})
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # Process-wide (OpenBLAS has one pool): set here, restored when the app stops.
@@ -143,10 +148,13 @@ def create_app(settings: EdgeSettings) -> Starlette:
         probes = asyncio.create_task(core.probe_forever(settings.core.probe_interval_s))
         router = _router(settings, router_model if embedder is not None else None, local)
         metrics = EdgeMetrics.create()
+        if router_model is not None:
+            metrics.observe_router(router_model.meta)
         if local is not None:
             metrics.edge_model_running.set_function(lambda: local.running)
             metrics.edge_model_waiting.set_function(lambda: local.waiting)
             metrics.edge_model_cancelled.set_function(lambda: local.cancelled)
+            metrics.edge_model_restarts.set_function(lambda: local.restarts)
         # The stages, built once: the pipeline composes them for every request.
         matcher = load_matcher(settings, metrics)
         cache_step = CacheStep(

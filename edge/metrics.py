@@ -58,6 +58,8 @@ class EdgeMetrics:
     route: Counter
     route_score: Histogram
     route_seconds: Histogram
+    router_apgr: Gauge
+    router_pgr: Gauge
     embed_failures: Counter
     degraded: Counter
     core_requests: Counter
@@ -65,6 +67,7 @@ class EdgeMetrics:
     edge_model_running: Gauge
     edge_model_waiting: Gauge
     edge_model_cancelled: ScrapedCounter
+    edge_model_restarts: ScrapedCounter
     core_up: Gauge
     core_breaker: Gauge
     core_streams: Gauge
@@ -128,6 +131,13 @@ class EdgeMetrics:
             route_seconds=d.histogram("edgecore_router_decision_seconds",
                 "Routing decision time (embedding excluded).",
                 buckets=(1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2)),
+            router_apgr=d.gauge("edgecore_router_heldout_apgr",
+                "The router's average performance gap recovered on its held-out prompts, for "
+                "the pair it was trained on (small: the edge's model, large: the core's).",
+                "small", "large"),
+            router_pgr=d.gauge("edgecore_router_heldout_pgr",
+                "The router's performance gap recovered on its held-out prompts when this "
+                "share of them goes to the core.", "small", "large", "core_share"),
             embed_failures=d.counter("edgecore_embed_failures",
                 "Embeddings that failed or timed out."),
             degraded=d.counter("edgecore_degraded",
@@ -142,6 +152,8 @@ class EdgeMetrics:
                 "Requests waiting for an edge-model slot."),
             edge_model_cancelled=d.scraped("edgecore_edge_model_cancelled",
                 "Edge-model generations stopped early because the client left."),
+            edge_model_restarts=d.scraped("edgecore_edge_model_restarts",
+                "Edge-model processes started again after one died."),
             core_up=d.gauge("edgecore_core_up", "1 when the core's last probe passed.", "core"),
             core_breaker=d.gauge("edgecore_core_breaker_state",
                 "Circuit breaker: 0 closed, 1 half-open, 2 open.", "core"),
@@ -152,6 +164,15 @@ class EdgeMetrics:
             core_failovers=d.scraped("edgecore_core_failovers",
                 "Requests that moved to another core before their first byte."),
         )  # fmt: skip
+
+    def observe_router(self, meta: dict[str, object]) -> None:
+        """The trained router's held-out quality (router.json), set once at start."""
+        small, large = str(meta.get("small", "")), str(meta.get("large", ""))
+        if isinstance(apgr := meta.get("heldout_apgr"), int | float):
+            self.router_apgr.labels(small, large).set(apgr)
+        pgr_at = meta.get("heldout_pgr_at")
+        for share, pgr in pgr_at.items() if isinstance(pgr_at, dict) else ():
+            self.router_pgr.labels(small, large, str(share)).set(float(pgr))
 
     def observe_cores(self, pool: CorePool) -> None:
         for core in pool.cores:

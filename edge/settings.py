@@ -265,6 +265,13 @@ class LocalSettings(BaseModel):
     max_new_tokens: int = Field(
         default=512, ge=1, description="Output tokens when a request sets no max_tokens."
     )
+    restart_backoff_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="Wait before starting a new model process when one dies (doubling after "
+        "each failed try, up to 60 s); meanwhile the edge model answers 503 and auto goes "
+        "to the core. 0: never (the edge model stays down until the edge restarts).",
+    )
     context_tokens: int = Field(
         default=2048, ge=256, description="Longest prompt + answer; capped by the model's own."
     )
@@ -333,7 +340,9 @@ class EdgeSettings(ServerSettings):
         default="auto", description="The model name that lets the router pick the tier."
     )
     edge_model: str = Field(
-        default="edge-smollm2-135m", description="The edge model's name: pins a request to it."
+        default="",
+        description="The edge model's name: pins a request to it (empty: the name its model "
+        "folder gives in edgecore.json, else edge-<folder name>).",
     )
     core_model: str = Field(
         default="smollm2-135m-instruct", description="The core's model name: pins a request to it."
@@ -372,7 +381,7 @@ class EdgeSettings(ServerSettings):
                                                   "edge_queue_high": "edge_queue_high"}),
         "core": Legacy(prefix="core_", renamed={"cores": "cores",
                                                 "sse_keepalive_s": "sse_keepalive_s"}),
-        "local": Legacy(prefix="edge_", new=frozenset({"provider"})),
+        "local": Legacy(prefix="edge_", new=frozenset({"provider", "restart_backoff_s"})),
         "limits": Legacy(prefix=""),
         "embed": Legacy(prefix="embed_"),
         "redis": Legacy(prefix="redis_", new=frozenset({"backoff_s"})),

