@@ -192,3 +192,44 @@ def test_a_model_process_dead_before_any_request_fails_the_first_one(models_dir:
         asyncio.run(run())
     finally:
         model.close()
+
+
+def test_eight_concurrent_streams_each_get_their_own_tokens_and_one_can_leave(
+    models_dir: Path,
+) -> None:
+    """Eight streams at once: each gets the tokens it gets alone (greedy), in order; one
+    that leaves after its first piece stops, frees its slot and the others finish."""
+    model = edge_model(models_dir, max_concurrency=8, max_new_tokens=12)
+    prompts = [
+        "Name a colour.", "Write a haiku about the sea.", "What is two plus two?",
+        "Tell me a joke.", "Describe a cat.", "Why is the sky blue?", "List three fruits.",
+        "Say hello in French.",
+    ]  # fmt: skip
+
+    async def answer(prompt: str, leave_after_first: bool = False) -> list[str]:
+        pieces: list[str] = []
+        stream = model.stream(ask(prompt, temperature=0), Generation())
+        async for piece in stream:
+            pieces.append(piece)
+            if leave_after_first:
+                await stream.aclose()  # the client left
+                break
+        return pieces
+
+    async def run() -> None:
+        async with asyncio.timeout(300):
+            alone = [await answer(p) for p in prompts]
+            together = await asyncio.gather(
+                *(answer(p, leave_after_first=i == 3) for i, p in enumerate(prompts))
+            )
+            for i, (solo, shared) in enumerate(zip(alone, together, strict=True)):
+                if i == 3:
+                    assert shared == solo[:1]  # it left after its first piece
+                else:
+                    assert shared == solo, prompts[i]
+            assert model.cancelled == 1 and model.running == 0 and model.waiting == 0
+
+    try:
+        asyncio.run(run())
+    finally:
+        model.close()
