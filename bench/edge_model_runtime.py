@@ -11,6 +11,8 @@ prompts of ``--tokens`` greedy tokens each:
 - ``one at a time``: one ``og.Generator`` after another (``--threads`` intra-op threads);
 - ``slots``: ``--slots`` generators at once on threads of this process, as the tier ran
   until stop 41 (``LOCAL__MAX_CONCURRENCY``, default 2);
+- ``static batch``: every prompt in one ``og.Generator`` with ``batch_size`` = prompts
+  (left-padded): one decode step for all, but the rows start together and share options;
 - ``engine``: ``og.Engine`` with every prompt submitted at once, driven from its owner thread
   (it refuses calls from any other), batching up to its configured batch size;
 - ``edge tier``: the edge's own ``LocalModel`` (its model process, ``--slots`` at once), the
@@ -39,7 +41,7 @@ import numpy as np
 
 from bench.common import Results, progress, run_bench
 
-MODES = ("one at a time", "slots", "engine", "edge tier")
+MODES = ("one at a time", "slots", "static batch", "engine", "edge tier")
 
 
 def _load(model_dir: Path, threads: int) -> tuple[Any, Any]:
@@ -82,6 +84,30 @@ def _slots(model: Any, prompts: list[Any], tokens: int, k: int) -> tuple[int, li
 
     with ThreadPoolExecutor(k) as pool:
         return sum(pool.map(one, prompts)), firsts
+
+
+def _static_batch(model: Any, prompts: list[Any], tokens: int, pad: int) -> tuple[int, list[float]]:
+    """Every prompt in one ``og.Generator`` of that batch size, left-padded with the model's
+    pad token (the runtime masks it): one decode step serves all of them. Its limits as a
+    tier: the rows start together and share search options (temperature, seed)."""
+    import onnxruntime_genai as og
+
+    width = max(len(p) for p in prompts)
+    batch = np.full((len(prompts), width), pad, dtype=np.int32)
+    for row, prompt in enumerate(prompts):
+        batch[row, width - len(prompt) :] = prompt
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=width + tokens, do_sample=False, batch_size=len(prompts))
+    t0 = time.perf_counter()
+    generator = og.Generator(model, params)
+    generator.append_tokens(batch)
+    steps, first = 0, 0.0
+    while not generator.is_done() and steps < tokens:
+        generator.generate_next_token()
+        steps += 1
+        if steps == 1:  # every row gets its first token at the first step
+            first = time.perf_counter() - t0
+    return steps * len(prompts), [first] * len(prompts)
 
 
 def _engine(model: Any, prompts: list[Any], tokens: int) -> tuple[int, list[float], int]:
@@ -195,6 +221,13 @@ def measure(args: argparse.Namespace) -> Results:
         if mode == "edge tier":
             count, firsts, wall, lags = asyncio.run(
                 _tier(model_dir, args.prompts, args.tokens, args.threads, args.slots)
+            )
+        elif mode == "static batch":
+            pad = json.loads((Path(model_dir) / "genai_config.json").read_text())["model"].get(
+                "pad_token_id", 0
+            )
+            (count, firsts), wall, lags = _beside(
+                partial(_static_batch, model, prompts, args.tokens, pad)
             )
         elif mode == "engine":
             (count, firsts, batch), wall, lags = _beside(
