@@ -275,11 +275,13 @@ class LocalSettings(BaseModel):
     context_tokens: int = Field(
         default=2048, ge=256, description="Longest prompt + answer; capped by the model's own."
     )
-    repetition_penalty: float = Field(
-        default=1.1,
+    repetition_penalty: float | None = Field(
+        default=None,
         ge=1.0,
         le=2.0,
-        description="SmolLM2-135M (from a Q4_1 GGUF) loops under greedy decoding without it.",
+        description="Repetition penalty when a request sets none. None: the model folder's "
+        "(edgecore.json: 1.1 for SmolLM2-135M, which loops under greedy decoding without "
+        "it), else 1.0 (off).",
     )
 
 

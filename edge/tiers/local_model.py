@@ -38,7 +38,7 @@ log = logging.getLogger("edgecore.edge")
 
 __all__ = [
     "EdgeBusy", "Generation", "LocalModel", "ModelProcessDied", "PromptTooLong",
-    "ProviderUnavailable", "check_provider", "context_length", "served_name",
+    "ProviderUnavailable", "check_provider", "context_length", "folder_meta", "served_name",
 ]  # fmt: skip
 
 
@@ -53,14 +53,18 @@ PROVIDERS: dict[str, Callable[[], bool]] = {
 }
 
 
+def folder_meta(model_dir: Path) -> dict[str, Any]:
+    """What ``edgecore models prepare`` wrote about the model (``edgecore.json``), or {}."""
+    with contextlib.suppress(OSError, ValueError):
+        meta = json.loads((model_dir / "edgecore.json").read_text())
+        if isinstance(meta, dict):
+            return meta
+    return {}
+
+
 def served_name(model_dir: Path) -> str:
-    """The name clients ask for: the folder's own (``edgecore.json``, written by
-    ``edgecore models prepare``), else ``edge-<folder name>``."""
-    meta = model_dir / "edgecore.json"
-    if meta.is_file():
-        with contextlib.suppress(ValueError, KeyError, TypeError):
-            return str(json.loads(meta.read_text())["served_model_name"])
-    return f"edge-{model_dir.name}"
+    """The name clients ask for: the folder's own, else ``edge-<folder name>``."""
+    return str(folder_meta(model_dir).get("served_model_name") or f"edge-{model_dir.name}")
 
 
 class ProviderUnavailable(RuntimeError):
@@ -138,7 +142,7 @@ class LocalModel:
         queue_timeout_s: float,
         context_tokens: int,
         max_new_tokens: int,
-        repetition_penalty: float = 1.0,
+        repetition_penalty: float | None = None,
         provider: str = "cpu",
         start_timeout_s: float = 300.0,
         restart_backoff_s: float = 1.0,
@@ -147,7 +151,9 @@ class LocalModel:
         window = context_length(model_dir)
         self.context_tokens = min(context_tokens, window) if window else context_tokens
         self.max_new_tokens = max_new_tokens
-        self.repetition_penalty = repetition_penalty
+        # The model's own default (a model that loops without one says so in its folder).
+        default = folder_meta(model_dir).get("repetition_penalty", 1.0)
+        self.repetition_penalty = float(repetition_penalty or default)
         self.slots = Slots(max_concurrency, queue_timeout_s)
         self.cancelled = 0  # generations stopped early because nobody was listening
         self.restarts = 0  # model processes started again after one died

@@ -64,6 +64,19 @@ def test_the_shipped_edge_model_keeps_the_configured_cap(models_dir: Path) -> No
         model.close()
 
 
+def test_the_repetition_penalty_default_is_the_model_folders(models_dir: Path) -> None:
+    folder = models_dir / "smollm2-135m-instruct-onnx-int8"
+    assert json.loads((folder / "edgecore.json").read_text())["repetition_penalty"] == 1.1
+    options = dict(threads=1, max_concurrency=1, queue_timeout_s=1.0, context_tokens=2048,
+                   max_new_tokens=8)  # fmt: skip
+    for setting, expected in ((None, 1.1), (1.3, 1.3)):  # the setting, when set, wins
+        model = LocalModel(folder, repetition_penalty=setting, **options)
+        try:
+            assert model.repetition_penalty == expected
+        finally:
+            model.close()
+
+
 def ask(content: str, **extra: object) -> ChatCompletionRequest:
     body = {"model": "edge", "messages": [{"role": "user", "content": content}], **extra}
     return ChatCompletionRequest.model_validate(body)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edge.tiers.local_model import served_name
+from edge.tiers.local_model import folder_meta, served_name
 from tools.cli import parser
 from tools.prepare import edge_model_dir
 from tools.prepare.edge_model import chat_template, slug, stop_token_ids
@@ -94,6 +94,7 @@ def test_the_served_name_comes_from_the_folder(tmp_path: Path) -> None:
     assert served_name(folder) == "edge-gemma3"
     (folder / "edgecore.json").write_text("{not json")
     assert served_name(folder).startswith("edge-")  # unreadable: the folder's name
+    assert folder_meta(folder) == {}
 
 
 def test_the_cli_builds_only_the_edge_model_it_is_given(

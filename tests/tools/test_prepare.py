@@ -178,3 +178,18 @@ def test_no_pairs_and_no_network_means_exact_only_not_a_crash(
     assert "NOT FETCHED" in capsys.readouterr().err
     assert prepare.cache_data() == tmp_path / "nowhere"
     assert "exact repeats only" in prepare.describe_cache_data()
+
+
+def test_an_edge_model_folder_built_another_way_is_rebuilt(tmp_path: Path) -> None:
+    from tools.prepare import SMOLLM2_ONNX
+    from tools.prepare.smollm2 import ONNX_RECIPE
+
+    folder = tmp_path / SMOLLM2_ONNX
+    folder.mkdir()
+    assert not _done(folder, "edgecore.json")
+    # Built before its folder named the model's defaults (the repetition penalty): rebuild.
+    (folder / "edgecore.json").write_text(json.dumps({"served_model_name": "edge-smollm2-135m"}))
+    assert not _done(folder, "edgecore.json")
+    meta = {"served_model_name": "edge-smollm2-135m", "recipe": ONNX_RECIPE}
+    (folder / "edgecore.json").write_text(json.dumps(meta))
+    assert _done(folder, "edgecore.json")

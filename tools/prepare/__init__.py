@@ -121,6 +121,10 @@ def _recipes(recipe: str, budget: str) -> set[str]:
 def _done(path: Path, marker: str, budget: str = "full") -> bool:
     if not (path / marker).exists():
         return False
+    if path.name == SMOLLM2_ONNX:  # its edgecore.json says the model's defaults too
+        from tools.prepare.smollm2 import ONNX_RECIPE
+
+        return bool(json.loads((path / marker).read_text()).get("recipe") == ONNX_RECIPE)
     if path.name == CROSS_ENCODER:
         recipe = json.loads((path / marker).read_text()).get("recipe")
         return recipe in _recipes(CROSS_ENCODER_RECIPE, budget)

