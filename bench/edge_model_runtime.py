@@ -88,8 +88,9 @@ def _slots(model: Any, prompts: list[Any], tokens: int, k: int) -> tuple[int, li
 
 def _static_batch(model: Any, prompts: list[Any], tokens: int, pad: int) -> tuple[int, list[float]]:
     """Every prompt in one ``og.Generator`` of that batch size, left-padded with the model's
-    pad token (the runtime masks it): one decode step serves all of them. Its limits as a
-    tier: the rows start together and share search options (temperature, seed)."""
+    pad token (the runtime masks it): one decode step serves all of them. Throughput only:
+    the rows start together and share search options, and a padded row's greedy tokens
+    drift from the same prompt's alone (docs/models.md)."""
     import onnxruntime_genai as og
 
     width = max(len(p) for p in prompts)
