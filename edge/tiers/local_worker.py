@@ -105,7 +105,8 @@ def serve(conn: Connection, options: Options) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def load_model(options: Options) -> tuple[Any, Any]:
+def load_model(options: Options, engine: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer); ``engine``: the config's ``engine`` section (``og.Engine``'s)."""
     import onnxruntime_genai as og
 
     config = og.Config(options.model_dir)
@@ -114,7 +115,10 @@ def load_model(options: Options) -> tuple[Any, Any]:
         config.append_provider(options.provider)
     # Threads per generation: set through the config overlay the runtime reads.
     session = {"intra_op_num_threads": options.threads, "inter_op_num_threads": 1}
-    config.overlay(json.dumps({"model": {"decoder": {"session_options": session}}}))
+    overlay: dict[str, Any] = {"model": {"decoder": {"session_options": session}}}
+    if engine is not None:
+        overlay["engine"] = engine
+    config.overlay(json.dumps(overlay))
     model = og.Model(config)
     return model, og.Tokenizer(model)
 

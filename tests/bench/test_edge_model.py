@@ -1,6 +1,5 @@
 """bench.edge_model: its ratios and table from given runs, and (slow) a small real run of the
-tier's two ways (the vLLM reference is the session's engine's job elsewhere; here it is
-skipped to keep the suite's time)."""
+tier's two ways and og.Engine (the vLLM reference is skipped: starting vLLM costs minutes)."""
 
 from __future__ import annotations
 
@@ -40,12 +39,12 @@ def test_ratios_without_vllm_are_the_tiers_own() -> None:
 @pytest.mark.slow
 def test_a_small_run_of_the_tier_counts_its_tokens(models_dir: Path) -> None:
     args = argparse.Namespace(
-        streams=[1, 2], tokens=4, threads=1, slots=1, no_vllm=True,
+        streams=[1, 2], tokens=4, threads=1, slots=1, engine_batch=2, no_vllm=True,
         model_dir=models_dir / "smollm2-135m-instruct-onnx-int8",
         hf_dir=models_dir / "smollm2-135m-instruct-hf",
     )  # fmt: skip
     results = measure(args)
-    for system in ("tier", "tier, a slot each"):
+    for system in ("tier", "tier, a slot each", "og.Engine"):
         for streams in ("1", "2"):
             r = results["runs"][system][streams]
             assert r["requests"] == 2 * int(streams)
