@@ -12,10 +12,9 @@ at most ``streams`` in flight. Each request asks for ``--tokens`` greedy tokens 
   one ``og.Generator`` each: today's tier), SmolLM2-135M INT8, ``--threads`` threads;
 - ``tier, a slot each``: the same with as many slots as streams (what more slots buy
   without shared decode steps);
-- ``og.Engine``: onnxruntime-genai's ``Engine`` in this process, static batches of
-  ``--engine-batch`` (its answers match one generation's; on the CPU it cannot batch
-  continuously, so a request that arrives while a batch runs waits for it): a candidate
-  for the batched tier, measured before it is built;
+- ``tier, batched``: the tier with ``LOCAL__BATCHING=engine`` and ``--engine-batch`` slots:
+  onnxruntime-genai's ``Engine`` in the model process, static batches on the CPU (a request
+  that arrives while a batch runs waits for it);
 - ``vllm``: vLLM's CPU engine serving the same model (its HF folder, bf16) as the core starts
   it (``core.settings.EngineConfig`` and ``core.engine.engine_env``), streamed over HTTP on
   loopback. It batches continuously.
@@ -23,8 +22,7 @@ at most ``streams`` in flight. Each request asks for ``--tokens`` greedy tokens 
 For each system and concurrency: aggregate output tokens/s (tokens generated / wall time)
 and the time to the first token, p50 and p99. The ratios to vLLM come from the same run.
 Tokens are counted as generated: a model may stop before ``--tokens`` (no system is told to
-ignore its end of sequence). A batched tier is not built yet (docs/models.md says why);
-its row belongs here when it is.
+ignore its end of sequence).
 """
 
 from __future__ import annotations
@@ -50,7 +48,7 @@ PROMPTS = [
     "How many legs does a spider have?", "What is the capital of Italy?",
     "Suggest a name for a dog.", "What is rain made of?",
 ]  # fmt: skip
-SYSTEMS = ("tier", "tier, a slot each", "og.Engine", "vllm")
+SYSTEMS = ("tier", "tier, a slot each", "tier, batched", "vllm")
 
 # One request: (prompt index) -> (time to first token s, output tokens).
 Ask = Callable[[int], Awaitable[tuple[float, int]]]
@@ -81,7 +79,9 @@ async def _drive(ask: Ask, streams: int) -> dict[str, float]:
     }
 
 
-async def _tier(model_dir: Path, args: argparse.Namespace, slots: int | None) -> dict[str, Any]:
+async def _tier(
+    model_dir: Path, args: argparse.Namespace, slots: int | None, batching: str = "none"
+) -> dict[str, Any]:
     from edge.tiers.local_model import Generation, LocalModel
     from shared.schemas import ChatCompletionRequest
 
@@ -90,7 +90,7 @@ async def _tier(model_dir: Path, args: argparse.Namespace, slots: int | None) ->
         model = await asyncio.to_thread(
             LocalModel, model_dir, threads=args.threads, max_concurrency=slots or streams,
             queue_timeout_s=3600.0, context_tokens=2048, max_new_tokens=args.tokens,
-            restart_backoff_s=0.0,
+            restart_backoff_s=0.0, batching=batching,
         )  # fmt: skip
 
         async def ask(i: int, model: LocalModel = model) -> tuple[float, int]:
@@ -113,81 +113,6 @@ async def _tier(model_dir: Path, args: argparse.Namespace, slots: int | None) ->
         finally:
             await asyncio.to_thread(model.close)
         progress(f"  {streams} streams: {out[str(streams)]}")
-    return out
-
-
-async def _engine(model_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """``og.Engine`` fed as a tier would feed it: requests join as they arrive, and its owner
-    thread (the only one it accepts calls from) runs steps while any are pending."""
-    import queue
-    import threading
-
-    import numpy as np
-    import onnxruntime_genai as og
-
-    from edge.tiers.local_worker import Options, load_model
-
-    static = {"static_batching": {"max_batch_size": args.engine_batch}}
-    options = Options(str(model_dir), args.threads, "cpu", 1, 2048)
-    model, tokenizer = await asyncio.to_thread(load_model, options, static)
-    loop = asyncio.get_running_loop()
-    inbox: queue.Queue[tuple[int, asyncio.Future[tuple[float, int]]] | None] = queue.Queue()
-
-    def owner() -> None:
-        engine = og.Engine(model)
-        events = engine.create_event_buffer(256)
-        live: dict[int, list[Any]] = {}  # id(request) -> [request, future, start, first, count]
-
-        def admit(item: tuple[int, asyncio.Future[tuple[float, int]]]) -> None:
-            i, future = item
-            chat = [{"role": "user", "content": PROMPTS[i]}]
-            text = tokenizer.apply_chat_template(json.dumps(chat), add_generation_prompt=True)
-            request = engine.create_request()
-            turn = og.TurnOptions(request)
-            turn.set_max_generated_tokens(args.tokens)
-            turn.set_do_sample(False)
-            turn.set_repetition_penalty(1.1)  # as the tier's SmolLM2 folder says
-            request.begin_turn(np.asarray(tokenizer.encode(text), dtype=np.int32), turn)
-            live[id(request)] = [request, future, time.perf_counter(), None, 0]
-
-        while True:
-            try:
-                item = inbox.get(block=not engine.has_pending_requests())
-            except queue.Empty:
-                item = None
-            else:
-                if item is None:
-                    return
-                admit(item)
-                continue  # take everything that has arrived before the next step
-            for event in engine.run(events) or []:
-                record = live[id(event.request)]
-                if int(event.flags) & int(og.EngineEventFlags.TOKEN):
-                    record[3] = record[3] or time.perf_counter()
-                    record[4] += 1
-                if int(event.flags) & int(og.EngineEventFlags.TURN_FINISHED):
-                    request, future, start, first, count = live.pop(id(event.request))
-                    result = ((first or time.perf_counter()) - start, count)
-                    loop.call_soon_threadsafe(future.set_result, result)
-                    request.close()
-
-    thread = threading.Thread(target=owner, name="engine-owner", daemon=True)
-    thread.start()
-
-    async def ask(i: int) -> tuple[float, int]:
-        future: asyncio.Future[tuple[float, int]] = loop.create_future()
-        inbox.put((i, future))
-        return await future
-
-    out: dict[str, Any] = {}
-    try:
-        await ask(0)  # warm
-        for streams in args.streams:
-            out[str(streams)] = await _drive(ask, streams)
-            progress(f"  {streams} streams: {out[str(streams)]}")
-    finally:
-        inbox.put(None)
-        await asyncio.to_thread(thread.join)
     return out
 
 
@@ -246,8 +171,8 @@ def measure(args: argparse.Namespace) -> Results:
     runs["tier"] = asyncio.run(_tier(model_dir, args, args.slots))
     progress("tier, a slot per stream ...")
     runs["tier, a slot each"] = asyncio.run(_tier(model_dir, args, None))
-    progress(f"og.Engine, static batches of {args.engine_batch} ...")
-    runs["og.Engine"] = asyncio.run(_engine(model_dir, args))
+    progress(f"tier, batched (og.Engine, {args.engine_batch} slots) ...")
+    runs["tier, batched"] = asyncio.run(_tier(model_dir, args, args.engine_batch, "engine"))
     if not args.no_vllm:
         progress(f"vLLM CPU engine on {hf_dir} (starting: minutes) ...")
         runs["vllm"] = _vllm(hf_dir, args)
@@ -267,7 +192,7 @@ def measure(args: argparse.Namespace) -> Results:
 def ratios(runs: dict[str, Any]) -> dict[str, Any]:
     """Each tier against vLLM and against itself at 1 stream, per concurrency."""
     out: dict[str, Any] = {}
-    for system in ("tier", "tier, a slot each", "og.Engine"):
+    for system in ("tier", "tier, a slot each", "tier, batched"):
         own = runs.get(system, {})
         alone = own.get("1")
         for streams, r in own.items():
@@ -329,7 +254,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens", type=int, default=64, help="greedy tokens per request")
     parser.add_argument("--threads", type=int, default=2, help="LOCAL__THREADS")
     parser.add_argument("--slots", type=int, default=2, help="the tier's LOCAL__MAX_CONCURRENCY")
-    parser.add_argument("--engine-batch", type=int, default=8, help="og.Engine's static batch")
+    parser.add_argument(
+        "--engine-batch", type=int, default=8, help="the batched tier's slots (its batch)"
+    )
     parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM reference")
     parser.add_argument("--model-dir", type=Path, default=None, help="default: the edge's")
     parser.add_argument("--hf-dir", type=Path, default=None, help="vLLM's model folder")

@@ -73,6 +73,7 @@ async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalM
             repetition_penalty=settings.local.repetition_penalty,
             provider=settings.local.provider,
             restart_backoff_s=settings.local.restart_backoff_s,
+            batching=settings.local.batching,
         )
     else:
         log.warning("no edge model at %s: every request goes to the core", model_dir)

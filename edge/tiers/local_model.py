@@ -146,6 +146,7 @@ class LocalModel:
         provider: str = "cpu",
         start_timeout_s: float = 300.0,
         restart_backoff_s: float = 1.0,
+        batching: str = "none",
     ) -> None:
         check_provider(provider)  # before loading: a wrong provider fails by name, at once
         window = context_length(model_dir)
@@ -159,7 +160,7 @@ class LocalModel:
         self.restarts = 0  # model processes started again after one died
         self._model_dir = model_dir
         self._options = Options(
-            str(model_dir), threads, provider, max_concurrency, self.context_tokens
+            str(model_dir), threads, provider, max_concurrency, self.context_tokens, batching
         )
         self._start_timeout_s = start_timeout_s
         self._restart_backoff_s = restart_backoff_s

@@ -52,6 +52,9 @@ class Options:
     provider: str
     max_concurrency: int
     context_tokens: int
+    # "engine": og.Engine's static batches of max_concurrency (edge.tiers.local_engine);
+    # "none": one og.Generator per slot, each on its own thread.
+    batching: str = "none"
 
 
 def serve(conn: Connection, options: Options) -> None:
@@ -60,8 +63,9 @@ def serve(conn: Connection, options: Options) -> None:
     # it finishes its streams and then closes the pipe, which is what ends this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    engine = {"static_batching": {"max_batch_size": options.max_concurrency}}
     try:
-        model, tokenizer = load_model(options)
+        model, tokenizer = load_model(options, engine if options.batching == "engine" else None)
     except Exception as exc:  # reported to the edge, which fails at start with it
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
@@ -74,6 +78,11 @@ def serve(conn: Connection, options: Options) -> None:
 
     stops: dict[int, threading.Event] = {}
     pool = ThreadPoolExecutor(options.max_concurrency, thread_name_prefix="edge-gen")
+    runner = None
+    if options.batching == "engine":
+        from edge.tiers.local_engine import EngineRunner
+
+        runner = EngineRunner(model, tokenizer, options.context_tokens, send)
     try:
         while True:
             try:
@@ -85,8 +94,15 @@ def serve(conn: Connection, options: Options) -> None:
             if message[0] == "stop":
                 if (event := stops.get(message[1])) is not None:
                     event.set()
+                elif runner is not None:
+                    runner.stop(message[1])
                 continue
             _, rid, job = message
+            # A seeded sample needs the engine's dynamic batching (not on the CPU): such a
+            # request runs on its own generator, as without batching.
+            if runner is not None and (job.seed is None or job.temperature == 0):
+                runner.submit(rid, job)
+                continue
             stops[rid] = threading.Event()
 
             def run(rid: int = rid, job: Job = job) -> None:
@@ -102,6 +118,8 @@ def serve(conn: Connection, options: Options) -> None:
     finally:
         for event in list(stops.values()):
             event.set()  # each generation ends at its next token
+        if runner is not None:
+            runner.close()
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -133,11 +151,7 @@ def _generate(
 ) -> None:
     import onnxruntime_genai as og
 
-    if job.raw_prompt is not None:
-        tokens = tokenizer.encode(job.raw_prompt)
-    else:
-        chat = tokenizer.apply_chat_template(json.dumps(job.messages), add_generation_prompt=True)
-        tokens = tokenizer.encode(chat)
+    tokens = prompt_tokens(tokenizer, job)
     prompt = len(tokens)
     if prompt >= context_tokens:
         emit("error", ("prompt_too_long", (prompt, context_tokens)))
@@ -160,8 +174,8 @@ def _generate(
     params.set_search_options(**options)
     generator = og.Generator(model, params)
     generator.append_tokens(tokens)
-    decoder = tokenizer.create_stream()
-    text, count, finish = "", 0, "length"
+    decoder, scan = tokenizer.create_stream(), StopScan(job.stops)
+    count, finish, cut = 0, "length", False
     while not stop.is_set():
         if generator.is_done():
             finish = "stop" if count < limit else "length"
@@ -171,14 +185,52 @@ def _generate(
         piece = decoder.decode(generator.get_next_tokens()[0])
         if not piece:
             continue
-        if job.stops:
-            text += piece
-            hit = min((i for s in job.stops if (i := text.find(s)) >= 0), default=-1)
-            if hit >= 0:
-                already = len(text) - len(piece)
-                if hit > already:
-                    emit("piece", text[already:hit])
-                finish = "stop"
-                break
-        emit("piece", piece)
+        text, hit = scan.feed(piece)
+        if text:
+            emit("piece", text)
+        if hit:
+            finish, cut = "stop", True
+            break
+    if not cut and not stop.is_set() and (held := scan.flush()):
+        emit("piece", held)  # a held tail that turned out not to start a stop string
     emit("done", (count, finish, stop.is_set()))
+
+
+def prompt_tokens(tokenizer: Any, job: Job) -> Any:
+    """The job's prompt as token ids: its text, or its chat through the model's template."""
+    if job.raw_prompt is not None:
+        return tokenizer.encode(job.raw_prompt)
+    chat = tokenizer.apply_chat_template(json.dumps(job.messages), add_generation_prompt=True)
+    return tokenizer.encode(chat)
+
+
+class StopScan:
+    """The request's stop strings over the text so far. ``feed`` gives what may be sent of
+    a new piece and whether a stop string has been reached (nothing from it on is sent). A
+    tail that could begin a stop string is held back until the next piece settles it, so
+    a stop string split over tokens never reaches the client; ``flush`` gives what is held
+    when the generation ends another way."""
+
+    def __init__(self, stops: list[str]) -> None:
+        self.stops, self.text, self.sent = [s for s in stops if s], "", 0
+
+    def feed(self, piece: str) -> tuple[str, bool]:
+        if not self.stops:
+            return piece, False
+        self.text += piece
+        # A stop string cannot begin in text already sent: its start would have been held.
+        hit = min((i for s in self.stops if (i := self.text.find(s)) >= 0), default=-1)
+        if hit >= 0:
+            out, self.sent = self.text[self.sent : hit], len(self.text)
+            return out, True
+        held = max(
+            (k for s in self.stops for k in range(1, len(s)) if self.text.endswith(s[:k])),
+            default=0,
+        )
+        safe = max(self.sent, len(self.text) - held)
+        out, self.sent = self.text[self.sent : safe], safe
+        return out, False
+
+    def flush(self) -> str:
+        out, self.sent = self.text[self.sent :], len(self.text)
+        return out

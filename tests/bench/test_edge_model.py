@@ -1,5 +1,5 @@
 """bench.edge_model: its ratios and table from given runs, and (slow) a small real run of the
-tier's two ways and og.Engine (the vLLM reference is skipped: starting vLLM costs minutes)."""
+tier's three ways (the vLLM reference is skipped: starting vLLM costs minutes)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_a_small_run_of_the_tier_counts_its_tokens(models_dir: Path) -> None:
         hf_dir=models_dir / "smollm2-135m-instruct-hf",
     )  # fmt: skip
     results = measure(args)
-    for system in ("tier", "tier, a slot each", "og.Engine"):
+    for system in ("tier", "tier, a slot each", "tier, batched"):
         for streams in ("1", "2"):
             r = results["runs"][system][streams]
             assert r["requests"] == 2 * int(streams)

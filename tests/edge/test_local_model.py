@@ -20,10 +20,12 @@ from edge.tiers.local_model import (
     Generation,
     LocalModel,
     ModelProcessDied,
+    PromptTooLong,
     ProviderUnavailable,
     check_provider,
     context_length,
 )
+from edge.tiers.local_worker import StopScan
 from shared.schemas import ChatCompletionRequest
 
 
@@ -82,14 +84,19 @@ def ask(content: str, **extra: object) -> ChatCompletionRequest:
     return ChatCompletionRequest.model_validate(body)
 
 
-def edge_model(models_dir: Path, restart_backoff_s: float = 0.0, **settings: int) -> LocalModel:
+def edge_model(
+    models_dir: Path, restart_backoff_s: float = 0.0, batching: str = "none", **settings: int
+) -> LocalModel:
     """No restarts unless asked: a test of a dead process sees it stay dead."""
     folder = models_dir / "smollm2-135m-instruct-onnx-int8"
     if not folder.exists():
         pytest.skip("edge model not prepared")
     options = dict(threads=1, max_concurrency=1, context_tokens=2048, max_new_tokens=8)
     options.update(settings)
-    return LocalModel(folder, queue_timeout_s=5.0, restart_backoff_s=restart_backoff_s, **options)
+    return LocalModel(
+        folder, queue_timeout_s=5.0, restart_backoff_s=restart_backoff_s, batching=batching,
+        **options,
+    )  # fmt: skip
 
 
 def alive(pid: int | None) -> bool:
@@ -207,12 +214,14 @@ def test_a_model_process_dead_before_any_request_fails_the_first_one(models_dir:
         model.close()
 
 
+@pytest.mark.parametrize("batching", ["none", "engine"])
 def test_eight_concurrent_streams_each_get_their_own_tokens_and_one_can_leave(
-    models_dir: Path,
+    models_dir: Path, batching: str
 ) -> None:
     """Eight streams at once: each gets the tokens it gets alone (greedy), in order; one
-    that leaves after its first piece stops, frees its slot and the others finish."""
-    model = edge_model(models_dir, max_concurrency=8, max_new_tokens=12)
+    that leaves after its first piece stops, frees its slot and the others finish. With
+    ``batching="engine"`` they share decode steps (og.Engine, a static batch of 8)."""
+    model = edge_model(models_dir, batching=batching, max_concurrency=8, max_new_tokens=12)
     prompts = [
         "Name a colour.", "Write a haiku about the sea.", "What is two plus two?",
         "Tell me a joke.", "Describe a cat.", "Why is the sky blue?", "List three fruits.",
@@ -246,3 +255,58 @@ def test_eight_concurrent_streams_each_get_their_own_tokens_and_one_can_leave(
         asyncio.run(run())
     finally:
         model.close()
+
+
+def test_the_engine_honours_stop_strings_limits_and_seeded_samples(models_dir: Path) -> None:
+    model = edge_model(models_dir, batching="engine", max_concurrency=4, max_new_tokens=16)
+
+    async def answer(prompt: str, **extra: object) -> tuple[str, Generation]:
+        gen = Generation()
+        return "".join([p async for p in model.stream(ask(prompt, **extra), gen)]), gen
+
+    async def run() -> None:
+        async with asyncio.timeout(120):
+            full, gen = await answer("Count from one to ten in words.", temperature=0)
+            assert gen.finish_reason == "length" and gen.completion_tokens == 16
+            cut = full[len(full) // 2 : len(full) // 2 + 3]
+            stopped, gen = await answer("Count from one to ten in words.", temperature=0,
+                                        stop=[cut])  # fmt: skip
+            assert stopped == full[: full.index(cut)] and gen.finish_reason == "stop"
+            # A seeded sample runs on its own generator (the engine's static batches take
+            # no seed): the same seed, the same answer.
+            seeded = [await answer("Name a bird.", temperature=1.0, seed=7) for _ in range(2)]
+            assert seeded[0][0] == seeded[1][0] and seeded[0][0]
+            with pytest.raises(PromptTooLong):
+                await answer("word " * 3000, temperature=0)
+            assert model.running == 0
+
+    try:
+        asyncio.run(run())
+    finally:
+        model.close()
+
+
+def scanned(stops: list[str], pieces: list[str]) -> tuple[list[str], bool, str]:
+    scan, sent, hit = StopScan(stops), [], False
+    for piece in pieces:
+        text, hit = scan.feed(piece)
+        sent.append(text)
+        if hit:
+            break
+    return sent, hit, scan.flush() if not hit else ""
+
+
+def test_a_stop_string_split_over_tokens_never_reaches_the_client() -> None:
+    # "901" arrives one digit per token: "9" and "0" are held until "1" settles it.
+    sent, hit, _ = scanned(["901"], list("1234567890123"))
+    assert "".join(sent) == "12345678" and hit
+    # Inside one piece: what comes before it is sent, nothing after.
+    assert scanned(["END"], ["abc", "dEND fgh"]) == (["abc", "d"], True, "")
+
+
+def test_a_held_tail_that_starts_no_stop_string_is_sent_after_all() -> None:
+    sent, hit, rest = scanned(["90!"], list("1290"))
+    assert "".join(sent) == "12" and not hit and rest == "90"  # flushed at the end
+    sent, hit, rest = scanned(["90!"], list("12909"))  # "90" was not it; the last "9" may be
+    assert "".join(sent) == "1290" and rest == "9"
+    assert scanned([], ["a", "b"]) == (["a", "b"], False, "")  # no stops: as it comes
