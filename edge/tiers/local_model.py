@@ -3,8 +3,9 @@
 The model runs in its own process (``edge.tiers.local_worker``: onnxruntime-genai holds the
 GIL for a whole decode step, which stalled the edge's event loop when it ran on a thread
 here); text pieces reach the event loop through a pipe and a reader thread. A bounded
-number of generations run at once (the edge has few cores); waiting for a slot has a
-deadline, and a cancelled request stops its generation at the next token.
+number of generations run at once (the edge has few cores), each on its own generator or,
+with ``LOCAL__BATCHING=engine``, in shared decode steps (``edge.tiers.local_engine``);
+waiting for a slot has a deadline, and a cancelled request stops at the next token.
 
 The model folder says what the model is: its chat template and stop tokens (read by the
 runtime from ``genai_config.json`` and the tokenizer files) and its context window
