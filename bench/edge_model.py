@@ -80,7 +80,7 @@ async def _drive(ask: Ask, streams: int) -> dict[str, float]:
 
 
 async def _tier(
-    model_dir: Path, args: argparse.Namespace, slots: int | None, batching: str = "none"
+    model_dir: Path, args: argparse.Namespace, slots: int | None, batching: str = "off"
 ) -> dict[str, Any]:
     from edge.tiers.local_model import Generation, LocalModel
     from shared.schemas import ChatCompletionRequest

@@ -147,7 +147,7 @@ class LocalModel:
         provider: str = "cpu",
         start_timeout_s: float = 300.0,
         restart_backoff_s: float = 1.0,
-        batching: str = "none",
+        batching: str = "off",
     ) -> None:
         check_provider(provider)  # before loading: a wrong provider fails by name, at once
         window = context_length(model_dir)

@@ -53,8 +53,8 @@ class Options:
     max_concurrency: int
     context_tokens: int
     # "engine": og.Engine's static batches of max_concurrency (edge.tiers.local_engine);
-    # "none": one og.Generator per slot, each on its own thread.
-    batching: str = "none"
+    # "off": one og.Generator per slot, each on its own thread.
+    batching: str = "off"
 
 
 def serve(conn: Connection, options: Options) -> None:

@@ -85,7 +85,7 @@ def ask(content: str, **extra: object) -> ChatCompletionRequest:
 
 
 def edge_model(
-    models_dir: Path, restart_backoff_s: float = 0.0, batching: str = "none", **settings: int
+    models_dir: Path, restart_backoff_s: float = 0.0, batching: str = "off", **settings: int
 ) -> LocalModel:
     """No restarts unless asked: a test of a dead process sees it stay dead."""
     folder = models_dir / "smollm2-135m-instruct-onnx-int8"
@@ -214,7 +214,7 @@ def test_a_model_process_dead_before_any_request_fails_the_first_one(models_dir:
         model.close()
 
 
-@pytest.mark.parametrize("batching", ["none", "engine"])
+@pytest.mark.parametrize("batching", ["off", "engine"])
 def test_eight_concurrent_streams_each_get_their_own_tokens_and_one_can_leave(
     models_dir: Path, batching: str
 ) -> None:
