@@ -18,6 +18,7 @@ and the turn's end (``TURN_FINISHED``, which follows a cancel too) sends ``done`
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -84,7 +85,11 @@ class EngineRunner:
                 return
             kind, rid, job = message
             if kind == "generate" and job is not None:
-                admitted = self._admit(engine, og, rid, job)
+                try:
+                    admitted = self._admit(engine, og, rid, job)
+                except Exception as exc:  # this request fails, the engine goes on
+                    self._send(rid, "error", ("failed", f"{type(exc).__name__}: {exc}"))
+                    continue
                 if admitted is not None:
                     turns[rid] = by_request[id(admitted.request)] = admitted
                 continue
@@ -93,7 +98,18 @@ class EngineRunner:
                     leaving.stopped = True
                     leaving.request.cancel_turn(leaving.turn_id)
                 continue
-            for event in engine.run(events) or []:
+            try:
+                ran = engine.run(events) or []
+            except Exception as exc:  # a failed step fails the turns in it
+                if not turns:  # twice in a row: the engine is broken; the edge restarts us
+                    os._exit(70)
+                for lost in list(turns.values()):
+                    self._send(lost.rid, "error", ("failed", f"{type(exc).__name__}: {exc}"))
+                    lost.request.cancel_turn(lost.turn_id)
+                turns.clear()
+                by_request.clear()
+                continue
+            for event in ran:
                 turn = by_request.get(id(event.request))
                 if turn is None:
                     continue

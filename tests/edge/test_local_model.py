@@ -310,3 +310,42 @@ def test_a_held_tail_that_starts_no_stop_string_is_sent_after_all() -> None:
     sent, hit, rest = scanned(["90!"], list("12909"))  # "90" was not it; the last "9" may be
     assert "".join(sent) == "1290" and rest == "9"
     assert scanned([], ["a", "b"]) == (["a", "b"], False, "")  # no stops: as it comes
+
+
+def test_a_request_the_engine_cannot_take_fails_alone(models_dir: Path) -> None:
+    """A request whose admission raises gets an error; the engine serves the next one."""
+    import queue
+
+    from edge.tiers.local_engine import EngineRunner
+    from edge.tiers.local_worker import Job, Options, load_model
+
+    folder = models_dir / "smollm2-135m-instruct-onnx-int8"
+    model, tokenizer = load_model(Options(str(folder), 1, "cpu", 2, 2048), {})
+
+    class Refusing:  # the real tokenizer, refusing one prompt
+        def __getattr__(self, name: str) -> object:
+            return getattr(tokenizer, name)
+
+        def apply_chat_template(self, messages: str, **kw: object) -> object:
+            if "boom" in messages:
+                raise ValueError("cannot template this")
+            return tokenizer.apply_chat_template(messages, **kw)
+
+    sent: queue.Queue[tuple[int, str, object]] = queue.Queue()
+    runner = EngineRunner(model, Refusing(), 2048, lambda *m: sent.put(m))
+
+    def job(text: str) -> Job:
+        return Job([{"role": "user", "content": text}], None, 4, 0.0, 1.0, None, None, 1.1)
+
+    try:
+        runner.submit(1, job("boom"))
+        runner.submit(2, job("Say hi."))
+        ends = {}
+        while len(ends) < 2:
+            rid, kind, value = sent.get(timeout=60)
+            if kind in ("done", "error"):
+                ends[rid] = (kind, value)
+        assert ends[1] == ("error", ("failed", "ValueError: cannot template this"))
+        assert ends[2][0] == "done"
+    finally:
+        runner.close()
