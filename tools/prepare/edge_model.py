@@ -58,12 +58,8 @@ class Family:
 
 
 # Chat formats for base checkpoints that ship none, as their makers publish them.
-FAMILIES = {
-    "gemma3_text": Family("gemma.jinja", ("<end_of_turn>",)),
-    "gemma3": Family("gemma.jinja", ("<end_of_turn>",)),
-    "gemma2": Family("gemma.jinja", ("<end_of_turn>",)),
-    "gemma": Family("gemma.jinja", ("<end_of_turn>",)),
-}
+_GEMMA = Family("gemma.jinja", ("<end_of_turn>",))
+FAMILIES = {"gemma3_text": _GEMMA, "gemma3": _GEMMA, "gemma2": _GEMMA, "gemma": _GEMMA}
 
 
 def slug(source: str) -> str:
@@ -111,9 +107,10 @@ def dequantize_gguf(gguf: Path, dtype: str = "bfloat16") -> tuple[Any, Any]:
     return model, tok
 
 
-def _json_patch(path: Path, patch: dict[str, Any]) -> None:
+def _json_patch(path: Path, patch: dict[str, Any], section: str | None = None) -> None:
+    """Update a JSON file's top level, or its ``section``."""
     data = json.loads(path.read_text())
-    data.update(patch)
+    (data[section] if section else data).update(patch)
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False))
 
 
@@ -188,7 +185,7 @@ def build_onnx(
     # the generation config. The source folder is left as it was.
     template = chat_template(hf_dir, work, template_file)
     _json_patch(work / "tokenizer_config.json", {"chat_template": template})
-    _json_patch_model(work / "genai_config.json", {"eos_token_id": stop_token_ids(hf_dir, work)})
+    _json_patch(work / "genai_config.json", {"eos_token_id": stop_token_ids(hf_dir, work)}, "model")
     (work / "edgecore.json").write_text(
         json.dumps(
             {"served_model_name": served_name, "source": source, "precision": precision,
@@ -200,12 +197,6 @@ def build_onnx(
         smoke_test(work)
     shutil.rmtree(out, ignore_errors=True)
     work.rename(out)
-
-
-def _json_patch_model(path: Path, patch: dict[str, Any]) -> None:
-    data = json.loads(path.read_text())
-    data["model"].update(patch)
-    path.write_text(json.dumps(data, indent=2))
 
 
 def smoke_test(model_dir: Path) -> str:
