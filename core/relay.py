@@ -19,7 +19,7 @@ import httpx
 
 from core.replica import Lease
 from shared import tracing
-from shared.race import first_or_stop, reads
+from shared.race import batches, first_or_stop
 
 if TYPE_CHECKING:
     from core.admission import Priority
@@ -72,12 +72,15 @@ async def send(
     return response
 
 
-def chunks(
+async def chunks(
     response: httpx.Response, lease: Lease, keepalive_s: float
 ) -> AsyncGenerator[bytes | None, None]:
-    """The engine's bytes; ``None`` after ``keepalive_s`` of silence; Evicted on eviction.
+    """The engine's bytes, whatever arrived together as one chunk (one write to the edge);
+    ``None`` after ``keepalive_s`` of silence; Evicted on eviction.
 
-    One read is pending at a time and never cancelled by the timer, so nothing is lost.
+    The read is never cancelled by the timer, so nothing is lost.
     """
     raw: AsyncIterator[bytes] = response.aiter_raw()
-    return reads(raw, keepalive_s, lease.evicted, Evicted)
+    async with contextlib.aclosing(batches(raw, keepalive_s, lease.evicted, Evicted)) as read:
+        async for batch in read:
+            yield None if batch is None else b"".join(batch)

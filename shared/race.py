@@ -1,7 +1,7 @@
 """Racing upstream work against a stop signal (a client that left, an evicted lease, a core
 found down): the two loops the edge and the core both need, written once.
 
-``first_or_stop`` awaits one piece of work; ``reads`` reads a stream with a keepalive timer.
+``first_or_stop`` awaits one piece of work; ``batches`` reads a stream with a keepalive timer.
 The stop signal is an awaitable (``event.wait()``, a disconnect watcher) for the one, an
 event for the other; the work is never cancelled by a timer, so nothing is lost.
 """
@@ -46,46 +46,91 @@ async def first_or_stop(
     raise stopped()
 
 
-async def reads(
+async def batches(
     chunks: AsyncIterator[T],
     interval_s: float | None,
     stop: asyncio.Event | None = None,
     stopped: Callable[[], BaseException] | None = None,
-) -> AsyncGenerator[T | None, None]:
-    """Yield ``chunks``, ``None`` whenever none arrived for ``interval_s`` seconds, and raise
-    ``stopped()`` as soon as ``stop`` is set (a chunk already there wins; without
-    ``stopped`` the stream just ends).
+    *,
+    idle_s: float | None = None,
+    stalled: Callable[[], BaseException] | None = None,
+    ahead: int = 64,
+) -> AsyncGenerator[list[T] | None, None]:
+    """Yield every chunk that arrived since the last yield, as one list; ``None`` whenever
+    none arrived for ``interval_s`` seconds; raise ``stalled()`` once none arrived for
+    ``idle_s``; raise ``stopped()`` as soon as ``stop`` is set (chunks already there win;
+    without ``stopped`` the stream just ends).
 
-    One read is pending at a time and never cancelled by the timer, so nothing is lost.
+    One reader task per stream reads ahead (at most ``ahead`` chunks), and no timer ever
+    cancels it, so nothing is lost. What piled up while the consumer was busy (sending to
+    a client) comes out as one batch: a relay writes it once instead of once per chunk.
     """
-    watcher: asyncio.Future[Any] | None = (
-        None if stop is None else asyncio.ensure_future(stop.wait())
-    )
-    pending: asyncio.Future[T] | None = None
+    buf: list[T] = []
+    wake = asyncio.Event()  # for the consumer: chunks, the end, or the stop
+    room = asyncio.Event()  # for the reader: the consumer took the batch
+    room.set()
+    ended = False
+    error: Exception | None = None
+
+    async def pump() -> None:
+        nonlocal ended, error
+        try:
+            async for chunk in chunks:
+                buf.append(chunk)
+                wake.set()
+                if len(buf) >= ahead:
+                    room.clear()
+                    await room.wait()
+        except Exception as exc:
+            error = exc
+        finally:
+            ended = True
+            wake.set()
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:  # stopped while suspended at a yield: close it now
+                await aclose()
+
+    reader = asyncio.ensure_future(pump())
+    watcher: asyncio.Future[Any] | None = None
+    if stop is not None:
+        watcher = asyncio.ensure_future(stop.wait())
+        watcher.add_done_callback(lambda _: wake.set())
+    loop = asyncio.get_running_loop()
+    heard = loop.time()
     try:
         while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(chunks))
-            waiting: set[asyncio.Future[Any]] = {pending} if watcher is None else {pending, watcher}
-            done, _ = await asyncio.wait(
-                waiting, timeout=interval_s, return_when=asyncio.FIRST_COMPLETED
-            )
-            if pending in done:
+            if not (buf or ended or (stop is not None and stop.is_set())):
+                wait = interval_s
+                if idle_s is not None:
+                    left = heard + idle_s - loop.time()
+                    wait = left if wait is None else min(wait, left)
+                wake.clear()
                 try:
-                    chunk = pending.result()
-                except StopAsyncIteration:
-                    return
-                finally:
-                    pending = None
-                yield chunk
-            elif watcher is not None and watcher in done:
-                if stopped is None:
-                    return
-                raise stopped()
+                    async with asyncio.timeout(None if wait is None else max(wait, 0.0)):
+                        await wake.wait()
+                except TimeoutError:
+                    if idle_s is not None and loop.time() - heard >= idle_s:
+                        raise (stalled or TimeoutError)() from None
+                    yield None
+                    continue
+            if buf:
+                batch = buf.copy()
+                buf.clear()
+                room.set()
+                heard = loop.time()
+                yield batch
+                # Time spent by the consumer is not the source's silence.
+                heard = loop.time()
+            elif error is not None:
+                raise error
+            elif ended:
+                return
+            elif stopped is None:
+                return
             else:
-                yield None
+                raise stopped()
     finally:
         if watcher is not None:
             watcher.cancel()
-        if pending is not None:
-            pending.cancel()
+        reader.cancel()
+        await asyncio.wait({reader})

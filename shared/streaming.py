@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
-
-from shared.race import reads
 
 
 class EventStreamResponse(StreamingResponse):
@@ -64,14 +62,3 @@ class Releasing(Response):
             await self.response(scope, receive, send)
         finally:
             self.release()
-
-
-def with_keepalive(
-    chunks: AsyncIterator[bytes], interval_s: float | None
-) -> AsyncGenerator[bytes | None, None]:
-    """Yield ``chunks``, and ``None`` whenever none arrived for ``interval_s`` seconds.
-
-    The pending read is never cancelled by the timer, so nothing is lost; callers send an
-    SSE comment for each ``None`` so that proxies and idle timeouts see a live stream.
-    """
-    return reads(chunks, interval_s)

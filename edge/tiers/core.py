@@ -29,7 +29,6 @@ from shared import completions, sse
 from shared.disconnect import CLIENT_CLOSED, ClientDisconnected, cancel_on_disconnect
 from shared.errors import ApiError
 from shared.schemas import ChatCompletionRequest
-from shared.streaming import with_keepalive
 from shared.tracing import traced
 
 
@@ -100,7 +99,7 @@ class CoreTier:
         if payload.get("stream") and upstream.response.headers.get("content-type", "").startswith(
             "text/event-stream"
         ):
-            relay = relay_raw(upstream, ctx, usage)
+            relay = relay_raw(upstream, ctx, usage, self.settings.sse_keepalive_s)
             return sse_answer(relay, ctx, on_close=upstream.close, usage=lambda: usage or None)
         try:
             body = await cancel_on_disconnect(request.receive, _read_bytes(upstream))
@@ -153,19 +152,23 @@ class CoreTier:
         events = _events(upstream, acc, self.settings.sse_keepalive_s)
         try:
             async with contextlib.aclosing(events):
-                async for payload, parsed in events:
-                    if payload is None:
+                async for batch in events:
+                    if batch is None:
                         yield sse.KEEPALIVE
                         continue
-                    if parsed is not None:
-                        model = parsed.get("model", model)
-                        if ctx.first_token_s is None and has_content(parsed):
-                            ctx.response_model = model
-                            ctx.first_token()  # not the headers: after prefill
-                        if not parsed.get("choices") and "usage" in parsed:
-                            if not req.include_usage:
-                                continue
-                    yield b"data: " + payload.encode() + b"\n\n"
+                    out: list[bytes] = []  # what arrived together goes out in one write
+                    for payload, parsed in batch:
+                        if parsed is not None:
+                            model = parsed.get("model", model)
+                            if ctx.first_token_s is None and has_content(parsed):
+                                ctx.response_model = model
+                                ctx.first_token()  # not the headers: after prefill
+                            if not parsed.get("choices") and "usage" in parsed:
+                                if not req.include_usage:
+                                    continue
+                        out.append(b"data: " + payload.encode() + b"\n\n")
+                    if out:
+                        yield b"".join(out)
             if acc.done:
                 upstream.succeeded()
             else:
@@ -227,26 +230,27 @@ def _answer_of(body: dict[str, Any], model: str, ctx: RequestContext) -> None:
 
 async def _events(
     upstream: Upstream, acc: completions.StreamAccumulator, keepalive_s: float | None = None
-) -> AsyncGenerator[tuple[str | None, dict[str, Any] | None], None]:
-    """The core's SSE payloads, recorded in ``acc``.
+) -> AsyncGenerator[list[tuple[str, dict[str, Any] | None]] | None, None]:
+    """The core's SSE payloads, recorded in ``acc``: those that arrived together in one list.
 
-    With ``keepalive_s``, yields ``(None, None)`` whenever the core has been silent that
-    long (a long first token), so the relay can send a comment instead of going quiet.
-    Raises CoreStalled (an httpx error) past the idle deadline or when the core is found
-    frozen. Resets the stream if it is not read to the end.
+    With ``keepalive_s``, yields ``None`` whenever the core has been silent that long (a
+    long first token), so the relay can send a comment instead of going quiet. Raises
+    CoreStalled (an httpx error) past the idle deadline or when the core is found frozen.
+    Resets the stream if it is not read to the end.
     """
     decoder = sse.SSEDecoder()
-    chunks = with_keepalive(upstream.chunks(), keepalive_s)
+    chunks = upstream.chunks(keepalive_s)
     try:
         async with contextlib.aclosing(chunks):
             async for raw in chunks:
                 if raw is None:
-                    yield None, None  # still waiting; the read goes on
+                    yield None  # still waiting; the read goes on
                     continue
-                for payload in decoder.feed(raw):
-                    yield payload, acc.add(payload)
-        for payload in decoder.close():
-            yield payload, acc.add(payload)
+                payloads = decoder.feed(raw)
+                if payloads:
+                    yield [(payload, acc.add(payload)) for payload in payloads]
+        if tail := decoder.close():
+            yield [(payload, acc.add(payload)) for payload in tail]
     finally:
         # Also runs when the client leaves: the core sees RST_STREAM and aborts the engine.
         await upstream.close()

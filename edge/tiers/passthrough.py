@@ -39,15 +39,19 @@ def terminal(payload: str) -> bool:
 
 
 async def relay_raw(
-    upstream: Upstream, ctx: RequestContext, usage: dict[str, Any]
+    upstream: Upstream, ctx: RequestContext, usage: dict[str, Any], keepalive_s: float | None
 ) -> AsyncGenerator[bytes, None]:
-    """The core's bytes as they come; ``usage`` is filled in from the stream's events."""
+    """The core's bytes as they come, with a comment after ``keepalive_s`` of silence (a long
+    prefill); ``usage`` is filled in from the stream's events."""
     decoder = sse.SSEDecoder()
     done = False
     try:
         # chunks(): CoreStalled (an httpx error) past the idle deadline or on a frozen core.
-        async with contextlib.aclosing(upstream.chunks()) as chunks:
+        async with contextlib.aclosing(upstream.chunks(keepalive_s)) as chunks:
             async for raw in chunks:
+                if raw is None:
+                    yield sse.KEEPALIVE
+                    continue
                 for payload in decoder.feed(raw):
                     done = done or terminal(payload)
                     if '"usage"' in payload:

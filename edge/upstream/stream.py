@@ -12,7 +12,7 @@ import httpx
 from edge.upstream.cores import Connection, Core
 from edge.upstream.errors import CoreStalled
 from edge.upstream.h2_cancel import close_early
-from shared.race import reads
+from shared.race import batches
 
 
 @dataclass
@@ -38,15 +38,18 @@ class Upstream:
         """The core failed mid-answer (not a client cancel)."""
         self.core.breaker.failure()
 
-    async def chunks(self) -> AsyncGenerator[bytes, None]:
-        """The response's bytes; CoreStalled after ``idle_s`` without any, or as soon as the
-        probe finds the core down while this waits. (httpx's own read timeout is not enough
-        on HTTP/2: any stream's data on the connection resets it.)"""
+    async def chunks(self, keepalive_s: float | None = None) -> AsyncGenerator[bytes | None, None]:
+        """The response's bytes, whatever arrived together as one chunk (a relay writes it
+        once); ``None`` after ``keepalive_s`` of silence; CoreStalled after ``idle_s``
+        without any, or as soon as the probe finds the core down while this waits. (httpx's
+        own read timeout is not enough on HTTP/2: any stream's data on the connection resets
+        it.)"""
         idle_s = self.core.timeouts.idle_s
-        stopped = partial(CoreStalled, "the core stopped answering (its health probe failed)")
-        raw = self.response.aiter_bytes()
-        async with contextlib.aclosing(reads(raw, idle_s, self.core.down, stopped)) as chunks:
-            async for chunk in chunks:
-                if chunk is None:
-                    raise CoreStalled(f"the core sent nothing for {idle_s:g}s")
-                yield chunk
+        read = batches(
+            self.response.aiter_bytes(), keepalive_s, self.core.down,
+            partial(CoreStalled, "the core stopped answering (its health probe failed)"),
+            idle_s=idle_s, stalled=partial(CoreStalled, f"the core sent nothing for {idle_s:g}s"),
+        )  # fmt: skip
+        async with contextlib.aclosing(read) as chunks:
+            async for batch in chunks:
+                yield None if batch is None else b"".join(batch)

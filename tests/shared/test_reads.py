@@ -1,4 +1,4 @@
-"""``shared.race.reads``: the keepalive/idle/stop loop every relayed token goes through.
+"""``shared.race.batches``: the keepalive/idle/stop loop every relayed token goes through.
 
 Fakes with explicit hand-offs (no timing asserted: the intervals only need to be long or
 short against a loop step).
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from shared.race import reads
+from shared.race import batches
 
 
 class Source:
@@ -53,7 +53,8 @@ def test_chunks_pass_in_order_and_the_stream_ends() -> None:
         source = Source()
         for chunk in (b"a", b"b", b"c", StopAsyncIteration):
             source.send(chunk)
-        assert [c async for c in reads(source.chunks(), 60)] == [b"a", b"b", b"c"]
+        read = [c async for batch in batches(source.chunks(), 60) for c in batch or ()]
+        assert read == [b"a", b"b", b"c"]
 
     run(test)
 
@@ -61,11 +62,11 @@ def test_chunks_pass_in_order_and_the_stream_ends() -> None:
 def test_a_silent_source_yields_none_each_interval_and_the_read_goes_on() -> None:
     async def test() -> None:
         source = Source()
-        stream = reads(source.chunks(), 0.02)
+        stream = batches(source.chunks(), 0.02)
         assert await anext(stream) is None
         assert await anext(stream) is None
         source.send(b"late")  # the same pending read receives it: nothing lost
-        assert await anext(stream) == b"late"
+        assert await anext(stream) == [b"late"]
         source.send(StopAsyncIteration)
         with pytest.raises(StopAsyncIteration):
             await anext(stream)
@@ -79,12 +80,12 @@ def test_time_spent_by_a_slow_reader_is_not_silence() -> None:
 
     async def test() -> None:
         source = Source()
-        stream = reads(source.chunks(), 0.05)
+        stream = batches(source.chunks(), 0.05)
         source.send(b"one")
-        assert await anext(stream) == b"one"
+        assert await anext(stream) == [b"one"]
         source.send(b"two")
         await asyncio.sleep(0.2)  # the reader is busy elsewhere for 4 intervals
-        assert await anext(stream) == b"two"
+        assert await anext(stream) == [b"two"]
         await stream.aclose()
 
     run(test)
@@ -93,18 +94,18 @@ def test_time_spent_by_a_slow_reader_is_not_silence() -> None:
 def test_stop_ends_a_waiting_reader_but_a_chunk_already_there_wins() -> None:
     async def test() -> None:
         source, stop = Source(), asyncio.Event()
-        stream = reads(source.chunks(), None, stop, lambda: RuntimeError("stopped"))
+        stream = batches(source.chunks(), None, stop, lambda: RuntimeError("stopped"))
         source.send(b"first")
-        assert await anext(stream) == b"first"
+        assert await anext(stream) == [b"first"]
         source.send(b"there")
         await asyncio.sleep(0.01)  # read ahead into the queue
         stop.set()
-        assert await anext(stream) == b"there"
+        assert await anext(stream) == [b"there"]
         with pytest.raises(RuntimeError, match="stopped"):
             await anext(stream)
         # Waiting when the stop comes, without ``stopped``: the stream just ends.
         source2, stop2 = Source(), asyncio.Event()
-        stream2 = reads(source2.chunks(), None, stop2)
+        stream2 = batches(source2.chunks(), None, stop2)
         pending = asyncio.ensure_future(anext(stream2))
         await asyncio.sleep(0.01)
         stop2.set()
@@ -119,8 +120,8 @@ def test_a_failing_source_raises_in_the_reader() -> None:
         source = Source()
         source.send(b"a")
         source.send(ValueError("broken"))
-        stream = reads(source.chunks(), 60)
-        assert await anext(stream) == b"a"
+        stream = batches(source.chunks(), 60)
+        assert await anext(stream) == [b"a"]
         with pytest.raises(ValueError, match="broken"):
             await anext(stream)
 
@@ -130,9 +131,9 @@ def test_a_failing_source_raises_in_the_reader() -> None:
 def test_closing_early_stops_the_pending_read() -> None:
     async def test() -> None:
         source = Source()
-        stream = reads(source.chunks(), 60)
+        stream = batches(source.chunks(), 60)
         source.send(b"a")
-        assert await anext(stream) == b"a"
+        assert await anext(stream) == [b"a"]
         await stream.aclose()  # the client left
         async with asyncio.timeout(1):
             await source.closed.wait()  # the read behind it was cancelled, the source closed
@@ -147,7 +148,7 @@ def test_a_cancelled_reader_propagates_the_cancel() -> None:
         source = Source()
 
         async def consume() -> None:
-            async for _ in reads(source.chunks(), 60):
+            async for _ in batches(source.chunks(), 60):
                 pass
 
         task = asyncio.ensure_future(consume())
@@ -155,6 +156,60 @@ def test_a_cancelled_reader_propagates_the_cancel() -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        async with asyncio.timeout(1):
+            await source.closed.wait()
+
+    run(test)
+
+
+def test_chunks_that_arrived_together_come_out_as_one_batch() -> None:
+    """A relay writes what piled up once: the edge's per-chunk send path is its main cost."""
+
+    async def test() -> None:
+        source = Source()
+        stream = batches(source.chunks(), 60)
+        source.send(b"a")
+        assert await anext(stream) == [b"a"]
+        for chunk in (b"b", b"c", b"d"):
+            source.send(chunk)
+        await asyncio.sleep(0.01)  # the consumer was busy (sending) meanwhile
+        assert await anext(stream) == [b"b", b"c", b"d"]
+        source.send(StopAsyncIteration)
+        with pytest.raises(StopAsyncIteration):
+            await anext(stream)
+
+    run(test)
+
+
+def test_read_ahead_is_bounded() -> None:
+    """A consumer that falls behind (a slow client) holds the source back: the reader waits
+    after ``ahead`` chunks instead of reading the whole answer into memory."""
+
+    async def test() -> None:
+        source = Source()
+        for i in range(10):
+            source.send(i)
+        stream = batches(source.chunks(), 60, ahead=3)
+        assert await anext(stream) == [0, 1, 2]
+        await asyncio.sleep(0.01)
+        assert source.reads == 6  # three more read ahead, and the reader parked behind them
+        assert await anext(stream) == [3, 4, 5]
+        await stream.aclose()
+
+    run(test)
+
+
+def test_silence_past_idle_s_raises_stalled_after_the_keepalives() -> None:
+    async def test() -> None:
+        source = Source()
+        stream = batches(source.chunks(), 0.02, idle_s=0.07, stalled=lambda: TimeoutError("idle"))
+        source.send(b"a")
+        assert await anext(stream) == [b"a"]
+        assert await anext(stream) is None  # keepalives while silent ...
+        assert await anext(stream) is None
+        with pytest.raises(TimeoutError, match="idle"):  # ... until the idle deadline
+            async for batch in stream:
+                assert batch is None
         async with asyncio.timeout(1):
             await source.closed.wait()
 
