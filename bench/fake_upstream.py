@@ -47,6 +47,7 @@ from shared.serve import hypercorn_config, run
 
 MODEL = "smollm2-135m-instruct"
 WORDS = ["Paris", " is", " the", " capital", " of", " France", "."]
+SLOW_START = "slow start:"  # make_engine_app: a prompt whose first event waits for prefill
 
 IDLE_ENGINE_METRICS = "".join(
     f'# TYPE {name} gauge\n{name}{{model_name="fake"}} 0.0\n'
@@ -202,12 +203,17 @@ def error_app(status: int) -> Starlette:
 
 def make_engine_app(prefill_s: float, seen: list[dict[str, str]], model: str = MODEL) -> Starlette:
     """Streams ``WORDS`` (one token each): headers and a role-only chunk at once, the first
-    content token after ``prefill_s``; ``seen`` gets each chat request's headers."""
+    content token after ``prefill_s``; ``seen`` gets each chat request's headers. A prompt
+    that starts with ``SLOW_START`` gets its role chunk after the prefill too (its first
+    event, not only its first token, waits)."""
     used = usage(9, len(WORDS))
 
-    async def stream() -> AsyncIterator[bytes]:
-        yield chunk(model, {"role": "assistant", "content": ""})
+    async def stream(slow_start: bool) -> AsyncIterator[bytes]:
+        if not slow_start:
+            yield chunk(model, {"role": "assistant", "content": ""})
         await asyncio.sleep(prefill_s)
+        if slow_start:
+            yield chunk(model, {"role": "assistant", "content": ""})
         for word in WORDS:
             yield chunk(model, {"content": word})
             await asyncio.sleep(0.005)
@@ -219,7 +225,9 @@ def make_engine_app(prefill_s: float, seen: list[dict[str, str]], model: str = M
         seen.append(dict(request.headers))
         payload = await request.json()
         if payload.get("stream"):
-            return StreamingResponse(stream(), media_type="text/event-stream")
+            messages = payload.get("messages") or [{}]
+            slow = str(messages[-1].get("content", "")).startswith(SLOW_START)
+            return StreamingResponse(stream(slow), media_type="text/event-stream")
         await asyncio.sleep(prefill_s)
         return completion(model, "".join(WORDS), used)
 

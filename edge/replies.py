@@ -32,11 +32,15 @@ def sse_answer(
     on_close: Callable[[], Awaitable[None]] | None = None,
     usage: Callable[[], dict[str, Any] | None] = lambda: None,
 ) -> StreamingResponse:
-    """A stream of SSE events; observed as opened now and closed when its end is sent
-    (``usage`` is read then)."""
-    ctx.opened()
-    headers = {**sse.STREAM_HEADERS, **ctx.headers()}
-    return EventStreamResponse(_observed(events, ctx, usage), headers=headers,
+    """A stream of SSE events, observed as opened when its first event is ready (the headers
+    go with it, so the overhead counts to the first byte the client gets) and closed when
+    its end is sent (``usage`` is read then)."""
+
+    def opening() -> dict[str, str]:
+        ctx.opened()
+        return {**sse.STREAM_HEADERS, **ctx.headers()}
+
+    return EventStreamResponse(_observed(events, ctx, usage), opening=opening,
                                on_close=on_close)  # fmt: skip
 
 

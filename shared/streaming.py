@@ -16,6 +16,10 @@ class EventStreamResponse(StreamingResponse):
     generator suspended until garbage collection, and never starts it at all if the client
     left before the first byte. Closing it here, plus ``on_close`` for what the generator
     does not own yet, releases upstream work at once (an engine request, a generation).
+
+    ``opening``: headers known only once the first event is ready (the edge's overhead up
+    to its first byte); with it the response starts then, with that event, instead of at
+    once. A long wait is still no silence: the tiers send keepalive comments.
     """
 
     media_type = "text/event-stream"
@@ -26,9 +30,28 @@ class EventStreamResponse(StreamingResponse):
         *,
         headers: Mapping[str, str] | None = None,
         on_close: Callable[[], Awaitable[None]] | None = None,
+        opening: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         super().__init__(content, headers=headers)
         self.on_close = on_close
+        self.opening = opening
+
+    async def stream_response(self, send: Send) -> None:
+        if self.opening is None:
+            await super().stream_response(send)
+            return
+        events = aiter(self.body_iterator)
+        first = await anext(events, None)
+        self.raw_headers += [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.opening().items()
+        ]
+        await send({"type": "http.response.start", "status": self.status_code,
+                    "headers": self.raw_headers})  # fmt: skip
+        if first is not None:
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+            async for chunk in events:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:

@@ -29,7 +29,7 @@ from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench.common import free_port
-from bench.fake_upstream import WORDS, make_engine_app
+from bench.fake_upstream import SLOW_START, WORDS, make_engine_app
 from core.app import create_app as create_core
 from core.profiles import load_profile, profile_names
 from core.settings import CoreSettings, EngineConfig
@@ -234,6 +234,30 @@ def test_ttft_is_the_first_content_token_not_the_headers(stack: Stack) -> None:
     assert metric(stack.core, "gen_ai_server_request_duration_seconds_count") >= 2
     assert metric(stack.core, "edgecore_core_admitted_total", 'priority="interactive"') >= 2
     assert "# TYPE edgecore_core_admitted_total counter" in httpx.get(stack.core + "/metrics").text
+
+
+def test_the_overhead_header_leaves_out_the_cores_time(stack: Stack) -> None:
+    """x-edgecore-overhead-ms is the edge's own time to the first byte it sends: the core's
+    prefill is left out, whether it delays a JSON answer or a stream's first event. A
+    stream's headers go out with its first event, so the figure covers up to it."""
+    limit_ms = PREFILL_S * 1000 / 4
+    started = time.perf_counter()
+    r = _chat(stack, stream=False)
+    assert time.perf_counter() - started >= PREFILL_S
+    assert float(r.headers["x-edgecore-overhead-ms"]) < limit_ms
+    body = {
+        "model": MODEL,
+        "stream": True,
+        "messages": [{"role": "user", "content": SLOW_START + " what is the capital?"}],
+    }
+    started = time.perf_counter()
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream("POST", stack.edge + "/v1/chat/completions", json=body) as r,
+    ):
+        assert time.perf_counter() - started >= PREFILL_S  # the headers came with the event
+        assert float(r.headers["x-edgecore-overhead-ms"]) < limit_ms
+        assert all(json.dumps(word) in r.read().decode() for word in WORDS)
 
 
 def test_access_log_one_json_line_per_request_without_prompts(stack: Stack) -> None:

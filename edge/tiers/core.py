@@ -10,7 +10,6 @@ byte) is the pipeline's to handle: its fallback policy decides.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -63,13 +62,11 @@ class CoreTier:
     ) -> Response:
         """A chat completion from the core; a complete plain answer is reported to ``ctx``."""
         payload = upstream_payload(data, req, self.model)
-        t = time.perf_counter()
         upstream = await self._open(request, ctx, payload, tenant, "/v1/chat/completions")
         if upstream is None:
             return Response(status_code=CLIENT_CLOSED)
         self.metrics.route.labels("core", "forward").inc()
         if req.stream:
-            ctx.tier_wait_s = time.perf_counter() - t
             acc = completions.StreamAccumulator()
             events = self._relay(upstream, acc, req, ctx)
             return sse_answer(events, ctx, on_close=upstream.close, usage=lambda: acc.usage)
@@ -78,7 +75,7 @@ class CoreTier:
         except ClientDisconnected:
             self.metrics.disconnects.labels("core").inc()
             return Response(status_code=CLIENT_CLOSED)
-        ctx.tier_wait_s = time.perf_counter() - t  # the whole answer is the core's time
+        ctx.tier_wait_s = upstream.waited_s  # the whole answer is the core's time
         _answer_of(body, self.model, ctx)
         return json_answer(body, ctx)
 
@@ -106,6 +103,7 @@ class CoreTier:
         except ClientDisconnected:
             self.metrics.disconnects.labels("core").inc()
             return Response(status_code=CLIENT_CLOSED)
+        ctx.tier_wait_s = upstream.waited_s
         ctx.closed(usage_of(body))
         return Response(
             body,
@@ -153,6 +151,7 @@ class CoreTier:
         try:
             async with contextlib.aclosing(events):
                 async for batch in events:
+                    ctx.tier_wait_s = upstream.waited_s  # the headers, then the first event
                     if batch is None:
                         yield sse.KEEPALIVE
                         continue
@@ -193,7 +192,7 @@ class CoreTier:
 
 async def _read_bytes(upstream: Upstream) -> bytes:
     try:
-        body = await upstream.response.aread()
+        body = await upstream.read()
     except httpx.HTTPError:
         upstream.failed()
         raise
@@ -207,7 +206,7 @@ async def _read_json(upstream: Upstream) -> dict[str, Any]:
     """The core's JSON answer as vLLM wrote it (system_fingerprint, refusal, reasoning,
     stop_reason, logprobs and tool calls all reach the client)."""
     try:
-        await upstream.response.aread()
+        await upstream.read()
         body: dict[str, Any] = upstream.response.json()
     except (httpx.HTTPError, ValueError) as exc:
         upstream.failed()

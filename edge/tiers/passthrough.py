@@ -49,6 +49,7 @@ async def relay_raw(
         # chunks(): CoreStalled (an httpx error) past the idle deadline or on a frozen core.
         async with contextlib.aclosing(upstream.chunks(keepalive_s)) as chunks:
             async for raw in chunks:
+                ctx.tier_wait_s = upstream.waited_s  # the headers, then the first bytes
                 if raw is None:
                     yield sse.KEEPALIVE
                     continue

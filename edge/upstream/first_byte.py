@@ -1,12 +1,14 @@
 """Waiting for a core's first byte: bounded by a deadline and by the core's ``down`` event,
-and a request abandoned before its response headers gets its HTTP/2 stream reset.
+timed (the core's share of the edge's overhead figure), and a request abandoned before its
+response headers gets its HTTP/2 stream reset.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import h2.errors
@@ -16,6 +18,25 @@ from edge.upstream.errors import CoreUnavailable
 from edge.upstream.h2_cancel import close_early
 
 log = logging.getLogger("edgecore.edge.core")
+
+
+class Waited:
+    """httpx trace hook: how long the request waited for the core's response headers once it
+    was sent (the core's time, which the edge's overhead figure leaves out: the edge's own
+    work on either side of it, HTTP/2 framing included, stays in). Every event goes on to
+    ``inner``."""
+
+    def __init__(self, inner: Callable[[str, dict[str, Any]], Awaitable[None]]) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+        self._since = 0.0
+
+    async def __call__(self, name: str, info: dict[str, Any]) -> None:
+        if name.endswith(".receive_response_headers.started"):
+            self._since = time.perf_counter()
+        elif name.endswith(".receive_response_headers.complete"):
+            self.seconds = time.perf_counter() - self._since
+        await self.inner(name, info)
 
 
 class ResetIfAbandoned:

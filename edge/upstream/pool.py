@@ -38,7 +38,7 @@ from edge.settings import CoreSpec, UpstreamSettings
 from edge.upstream.breaker import CircuitBreaker, State
 from edge.upstream.cores import Core, Timeouts, prompt_chars, tls_context
 from edge.upstream.errors import CoreStalled, CoreUnavailable
-from edge.upstream.first_byte import ResetIfAbandoned, first_byte
+from edge.upstream.first_byte import ResetIfAbandoned, Waited, first_byte
 from edge.upstream.stream import Upstream
 from shared import tracing
 from shared.errors import ApiError
@@ -169,6 +169,7 @@ class CorePool:
             # them first, whatever the deadline, since the tiers read every answer as a
             # stream. A stream's headers come at once and keepalives follow: idle it is.
             unary = not payload.get("stream")
+            trace = Waited(ResetIfAbandoned(conn.client))
             request = conn.client.build_request(
                 "POST",
                 path,
@@ -179,7 +180,7 @@ class CorePool:
                     if unary
                     else httpx.USE_CLIENT_DEFAULT
                 ),
-                extensions={"trace": ResetIfAbandoned(conn.client)},
+                extensions={"trace": trace},
             )
             conn.active += 1
             try:
@@ -209,7 +210,7 @@ class CorePool:
             except BaseException:
                 conn.active -= 1
                 raise
-            upstream = Upstream(response, core, conn)
+            upstream = Upstream(response, core, conn, waited_s=trace.seconds)
             if response.status_code < 400:
                 return upstream
             body = await response.aread()

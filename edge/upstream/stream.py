@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +23,9 @@ class Upstream:
     response: httpx.Response
     core: Core
     connection: Connection
+    # Time spent waiting on the core: its response headers, then its first bytes or its
+    # whole body (the tier's share, which the edge's overhead figure leaves out).
+    waited_s: float = 0.0
     _released: bool = False
 
     async def close(self) -> None:
@@ -50,6 +54,18 @@ class Upstream:
             partial(CoreStalled, "the core stopped answering (its health probe failed)"),
             idle_s=idle_s, stalled=partial(CoreStalled, f"the core sent nothing for {idle_s:g}s"),
         )  # fmt: skip
+        since: float | None = time.perf_counter()
         async with contextlib.aclosing(read) as chunks:
             async for batch in chunks:
+                if since is not None:
+                    self.waited_s += time.perf_counter() - since
+                    since = None
                 yield None if batch is None else b"".join(batch)
+
+    async def read(self) -> bytes:
+        """The whole body (a JSON answer); the time it took is the core's."""
+        since = time.perf_counter()
+        try:
+            return await self.response.aread()
+        finally:
+            self.waited_s += time.perf_counter() - since
