@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from shared.disconnect import wait_for_disconnect
+
 
 class EventStreamResponse(StreamingResponse):
     """A streaming response that always closes its iterator when it ends.
@@ -54,8 +56,14 @@ class EventStreamResponse(StreamingResponse):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Streamed while listening for the client's disconnect, as Starlette does for ASGI
+        # servers before 2.4 (Hypercorn: 2.1), but with one watcher task that cancels this
+        # one: Starlette's anyio task group cost 140-220 us a response here, a race of two
+        # tasks 110 us, against 7 us for the stream itself.
         try:
-            await super().__call__(scope, receive, send)
+            await self._stream_while_connected(receive, send)
+            if self.background is not None:
+                await self.background()
         finally:
             # Shielded: the server may be cancelling this very task because the client
             # left, and the cleanup is exactly what must still run.
@@ -64,6 +72,29 @@ class EventStreamResponse(StreamingResponse):
                 await asyncio.shield(aclose())
             if self.on_close is not None:
                 await asyncio.shield(self.on_close())
+
+    async def _stream_while_connected(self, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        streaming = True
+
+        def left(watcher: asyncio.Future[None]) -> None:
+            # Only while streaming: after it, a late callback must not cancel the cleanup.
+            if streaming and not watcher.cancelled() and watcher.exception() is None:
+                task.cancel()
+
+        watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+        watcher.add_done_callback(left)
+        try:
+            await self.stream_response(send)
+        except asyncio.CancelledError:
+            # The client left (the cancel is always delivered inside the stream's awaits):
+            # stop quietly, unless someone else cancelled this task too.
+            if not (watcher.done() and not watcher.cancelled()) or task.uncancel() > 0:
+                raise
+        finally:
+            streaming = False
+            watcher.cancel()
 
 
 class Releasing(Response):
