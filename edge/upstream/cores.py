@@ -96,6 +96,18 @@ class Core:
     probe_client: httpx.AsyncClient | None = None
     probe_failures: int = 0  # in a row
     probe_successes: int = 0  # in a row
+    _endpoints: dict[str, httpx.URL] = field(default_factory=dict)
+
+    def endpoint(self, path: str) -> httpx.URL:
+        """``path`` on this core, merged as httpx merges it with a client's base URL but
+        parsed once: httpx parses both URLs again for every request, about 80 us here."""
+        url = self._endpoints.get(path)
+        if url is None:
+            base = httpx.URL(self.url)
+            prefix = base.raw_path if base.raw_path.endswith(b"/") else base.raw_path + b"/"
+            url = base.copy_with(raw_path=prefix + path.lstrip("/").encode())
+            self._endpoints[path] = url
+        return url
 
     def _new_connection(self) -> Connection:
         t = self.timeouts

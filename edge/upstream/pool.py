@@ -172,7 +172,7 @@ class CorePool:
             trace = Waited(ResetIfAbandoned(conn.client))
             request = conn.client.build_request(
                 "POST",
-                path,
+                core.endpoint(path),
                 json=payload,
                 headers=headers,
                 timeout=(
