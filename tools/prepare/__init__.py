@@ -274,8 +274,12 @@ def prepare_edge_model(
 ) -> int:
     """Build one edge model (``edgecore models prepare --edge-model``) and say how to serve it."""
     out = edge_model_dir(models_dir or home / "models", source, precision, provider)
-    if (out / "edgecore.json").exists() and not force:
+    meta = out / "edgecore.json"
+    if meta.exists() and not force:
         print(f"edge model present, skipped ({out})", flush=True)
+        said = json.loads(meta.read_text())
+        if served_name and said.get("served_model_name") != served_name:  # no rebuild for it
+            meta.write_text(json.dumps({**said, "served_model_name": served_name}, indent=2))
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
