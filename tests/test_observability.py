@@ -258,6 +258,13 @@ def test_the_overhead_header_leaves_out_the_cores_time(stack: Stack) -> None:
         assert time.perf_counter() - started >= PREFILL_S  # the headers came with the event
         assert float(r.headers["x-edgecore-overhead-ms"]) < limit_ms
         assert all(json.dumps(word) in r.read().decode() for word in WORDS)
+    # Done when the edge has logged it: the next test counts access log lines.
+    rid = r.headers["x-request-id"]
+
+    def logged() -> bool:  # by the edge (the core logs the same request id, earlier)
+        return any(x["service"] == "edge" and x["request_id"] == rid for x in stack.log.lines)
+
+    assert eventually(logged, 5)
 
 
 def test_access_log_one_json_line_per_request_without_prompts(stack: Stack) -> None:
