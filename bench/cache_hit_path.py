@@ -12,6 +12,10 @@ instance shared by both), same entries. For 1, 16 and 64 concurrent clients it t
   step (no embedding), RedisVL embeds and searches as always;
 - ``http``: a cache hit over HTTP at a real edge (auth, parsing, rate limits, the lookup
   and the JSON answer), edgecore only: RedisVL is a library, not a server;
+- ``http-floor``: the same request to a bare Starlette app on the same Hypercorn config
+  (``bench.fake_upstream``: parse the body, answer one JSON completion; no middleware,
+  auth, Redis or cache), with the same clients: what any hit over this server costs, so
+  ``http / http-floor`` is the share of the server's best that the edge keeps;
 - ``http-reworded``: the same over HTTP for a reworded question ("what's" for "what is"),
   which no exact step can answer: embedding, KNN and the matcher's rewording step run;
 - ``http-verified``: a question with an added word ("what exactly is"): embedding, KNN and
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -40,6 +45,7 @@ from bench.common import (
     RESULTS,
     Results,
     baseline,
+    child,
     commit_of,
     edge_server,
     free_port,
@@ -164,6 +170,49 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
     return results
 
 
+async def _users(
+    stack: contextlib.AsyncExitStack, url: str, headers: dict[str, str]
+) -> asyncio.Queue[httpx.AsyncClient]:
+    """One client (one connection) per simulated user: httpcore's shared pool scans every
+    connection on each request, and at 64 clients that scan alone took more CPU than the
+    edge it was measuring (py-spy), on the same 2 cores."""
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    users: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+    for _ in range(max(CLIENTS)):
+        user = httpx.AsyncClient(base_url=url, headers=headers, limits=one, timeout=60)
+        users.put_nowait(await stack.enter_async_context(user))
+    return users
+
+
+def body(prompt: str) -> dict[str, Any]:
+    return {"model": EDGE_MODEL, "temperature": 0, "max_tokens": 64,
+            "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
+
+
+async def floor(url: str, entries: list[str], requests: int) -> dict[str, Any]:
+    """The same asks, with the same clients, to a bare app on the same server."""
+    results: dict[str, Any] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        users = await _users(stack, url, {})
+        for clients in CLIENTS:
+            progress(f"http-floor at {clients} clients ...")
+
+            async def ask(i: int) -> None:
+                user = await users.get()
+                try:
+                    r = await user.post(
+                        "/v1/chat/completions", json=body(entries[i % len(entries)])
+                    )
+                finally:
+                    users.put_nowait(user)
+                r.raise_for_status()
+
+            results[f"http-floor/bare@{clients}"] = await load(
+                ask, requests=requests, clients=clients
+            )
+    return results
+
+
 async def over_http(
     url: str,
     key: str,
@@ -175,22 +224,10 @@ async def over_http(
 ) -> dict[str, Any]:
     """Hits over HTTP; with ``variant``: an edge sharing the first one's index (already
     seeded), timed on verified rewordings only unless ``every_path``."""
-    headers = {"authorization": f"Bearer {key}"}
-    # One client (one connection) per simulated user: httpcore's shared pool scans every
-    # connection on each request, and at 64 clients that scan alone took more CPU than the
-    # edge it was measuring (py-spy), on the same 2 cores.
-    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with contextlib.AsyncExitStack() as stack:
-        users: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-        for _ in range(max(CLIENTS)):
-            user = httpx.AsyncClient(base_url=url, headers=headers, limits=one, timeout=60)
-            users.put_nowait(await stack.enter_async_context(user))
+        users = await _users(stack, url, {"authorization": f"Bearer {key}"})
         c = users.get_nowait()
         users.put_nowait(c)
-
-        def body(prompt: str) -> dict[str, Any]:
-            return {"model": EDGE_MODEL, "temperature": 0, "max_tokens": 64,
-                    "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
 
         progress(f"seeding {len(entries)} answers through the edge model ...")
         for prompt in entries if not variant else ():
@@ -264,6 +301,13 @@ def ratios(runs: dict[str, Any]) -> dict[str, float]:
         for clients in CLIENTS:
             ec, rvl = runs[f"{kind}/edgecore@{clients}"], runs[f"{kind}/redisvl@{clients}"]
             out[f"{kind} p50 edgecore/redisvl @{clients}"] = round(ec["p50_ms"] / rvl["p50_ms"], 2)
+    for clients in CLIENTS:  # the share of the bare server's rate the edge keeps
+        hit, bare = runs.get(f"http/edgecore@{clients}"), runs.get(f"http-floor/bare@{clients}")
+        if hit and bare:
+            out[f"http per s edge/bare server @{clients}"] = round(hit["per_s"] / bare["per_s"], 2)
+            out[f"http-floor per s / in-process repeat @{clients}"] = round(
+                bare["per_s"] / runs[f"repeat/edgecore@{clients}"]["per_s"], 3
+            )
     for path in ("http", "http-reworded", "http-verified"):  # --baseline: after / before
         for clients in CLIENTS:
             now, before = (
@@ -338,6 +382,10 @@ def run_all(args: argparse.Namespace) -> Results:
             "cache__explore_rate": "0",
         }
         http_entries = entries[: args.http_entries]
+        bare = free_port()
+        with child([sys.executable, "-m", "bench.fake_upstream", str(bare)], tmp / "bare.log",
+                   ready=f"http://127.0.0.1:{bare}/readyz"):  # fmt: skip
+            runs |= asyncio.run(floor(f"http://127.0.0.1:{bare}", http_entries, args.requests))
         profile = (args.out or RESULTS / "cache_hit_path.json").with_suffix(".edge.svg")
         with edge_server(tmp / "edge.log", profile=profile if args.profile else None, **edge,
                          cache__cross_encoder="false") as url:  # fmt: skip
