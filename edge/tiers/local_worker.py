@@ -209,28 +209,29 @@ class StopScan:
     a new piece and whether a stop string has been reached (nothing from it on is sent). A
     tail that could begin a stop string is held back until the next piece settles it, so
     a stop string split over tokens never reaches the client; ``flush`` gives what is held
-    when the generation ends another way."""
+    when the generation ends another way. Only the held tail is kept and searched: a stop
+    string cannot begin in text already sent (its start would have been held), so each
+    token costs the same however long the answer."""
 
     def __init__(self, stops: list[str]) -> None:
-        self.stops, self.text, self.sent = [s for s in stops if s], "", 0
+        self.stops, self.held = [s for s in stops if s], ""
 
     def feed(self, piece: str) -> tuple[str, bool]:
         if not self.stops:
             return piece, False
-        self.text += piece
-        # A stop string cannot begin in text already sent: its start would have been held.
-        hit = min((i for s in self.stops if (i := self.text.find(s)) >= 0), default=-1)
+        text = self.held + piece
+        hit = min((i for s in self.stops if (i := text.find(s)) >= 0), default=-1)
         if hit >= 0:
-            out, self.sent = self.text[self.sent : hit], len(self.text)
-            return out, True
-        held = max(
-            (k for s in self.stops for k in range(1, len(s)) if self.text.endswith(s[:k])),
+            self.held = ""
+            return text[:hit], True
+        keep = max(
+            (k for s in self.stops for k in range(1, len(s)) if text.endswith(s[:k])),
             default=0,
         )
-        safe = max(self.sent, len(self.text) - held)
-        out, self.sent = self.text[self.sent : safe], safe
-        return out, False
+        cut = len(text) - keep
+        self.held = text[cut:]
+        return text[:cut], False
 
     def flush(self) -> str:
-        out, self.sent = self.text[self.sent :], len(self.text)
+        out, self.held = self.held, ""
         return out

@@ -312,6 +312,15 @@ def test_a_held_tail_that_starts_no_stop_string_is_sent_after_all() -> None:
     assert scanned([], ["a", "b"]) == (["a", "b"], False, "")  # no stops: as it comes
 
 
+def test_the_stop_scan_keeps_only_what_it_holds() -> None:
+    """A long answer costs each token the same: only the held tail is searched."""
+    scan = StopScan(["</s>", "User:"])
+    sent = [scan.feed(piece)[0] for piece in ["word ", "<", "/", "x", " Use", "r"] * 5000]
+    assert len(scan.held) < len("User:")
+    assert "".join(sent) + scan.flush() == "word </x User" * 5000
+    assert scan.feed(" User")[0] == " User"[: -len("User")] and scan.feed(":x") == ("", True)
+
+
 def test_a_request_the_engine_cannot_take_fails_alone(models_dir: Path) -> None:
     """A request whose admission raises gets an error; the engine serves the next one."""
     import queue
