@@ -11,7 +11,9 @@ clients (HTTP/1.1 from this process; every request streams, ``max_tokens`` 20):
   (``x-edgecore-cache: off``) and the core's model named, so no embedding is computed:
   this is the forwarding cost alone (embedding and cache lookup are in bench.cache_hit_path);
 - ``litellm``: through the LiteLLM proxy (``litellm[proxy]`` in its own venv,
-  ``openai/<model>`` with ``api_base`` = the same upstream, a master key, logging off).
+  ``openai/<model>`` with ``api_base`` = the same upstream, a master key, logging off);
+- ``bare`` (fake upstream): ``bench.bare_relay``, the edge's server and HTTP/2 client
+  relaying bytes with no edgecore code: the floor of what this stack can add.
 
 With ``--baseline REF`` (fake upstream), a fourth path ``before`` is an edge running that
 commit's code (a git worktree, the same venv and settings), measured in the same rounds:
@@ -236,6 +238,16 @@ def fake_upstream(
         )
         ll_url, ll_pid, ll_key, version = es.enter_context(litellm(upstream, tmp))
         paths = _paths(upstream, edge_url, edge_pid, key, ll_url, ll_pid, ll_key)
+        bare_port = free_port()
+        bare_url = f"http://127.0.0.1:{bare_port}"
+        bare_pid = es.enter_context(
+            child(
+                [sys.executable, "-m", "bench.bare_relay", str(bare_port), upstream],
+                tmp / "bare.log",
+                ready=bare_url + "/readyz",
+            )
+        )
+        paths.append(Target("bare", bare_url + CHAT, bare_pid))
         if ref is not None:
             progress(f"starting an edge at {ref} (the baseline) ...")
             tree = es.enter_context(baseline(ref, tmp))

@@ -60,6 +60,14 @@ def targets(runs: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
             out[str(clients)]["edge_ttft_overhead_p50_vs_before_ms"] = round(
                 e["ttft_p50_ms"] - b["ttft_p50_ms"], 3
             )
+        if "bare" in paths:  # the same server and client with no edgecore code: the floor
+            bare, bcpu = over[f"bare@{clients}"]["ttft_p50_ms"], paths["bare"]["requests_per_cpu_s"]
+            out[str(clients)] |= {
+                "bare_vs_litellm_overhead_p50": round(bare / theirs, 3) if theirs > 0 else None,
+                "bare_overhead_p50_ms": bare,
+                "bare_per_cpu_vs_litellm": round(bcpu / lcpu, 2) if lcpu and bcpu else None,
+                "edge_per_cpu_vs_bare": round(ecpu / bcpu, 2) if bcpu else None,
+            }
     return out
 
 
@@ -105,6 +113,14 @@ def table(results: dict[str, Any]) -> str:
                 f"header p50 {hdr if hdr is None else f'{hdr:.2f}'} ms vs measured "
                 f"(within {HEADER_AGREES:.0%}: {_yes(t['edge_header_within_20pct'])})"
             )
+            if "bare_overhead_p50_ms" in t:
+                lines.append(
+                    f"floor {upstream} @{clients}: a bare relay on the same server and client "
+                    f"adds {t['bare_overhead_p50_ms']:.2f} ms TTFT p50, "
+                    f"{t['bare_vs_litellm_overhead_p50']}x LiteLLM's; its req/CPU-s "
+                    f"{t['bare_per_cpu_vs_litellm']}x LiteLLM's; the edge keeps "
+                    f"{t['edge_per_cpu_vs_bare']}x of the bare relay's req/CPU-s"
+                )
             if "edge_per_cpu_vs_before" in t:
                 lines.append(
                     f"after vs before ({results.get('baseline')}) {upstream} @{clients}: "
@@ -119,8 +135,8 @@ def _yes(ok: bool) -> str:
     return "yes" if ok else "NO"
 
 
-# The edge now, the edge at --baseline (before), LiteLLM.
-COLORS = {"edge": "tab:blue", "before": "tab:cyan", "litellm": "tab:orange"}
+# The edge now, the edge at --baseline (before), LiteLLM, the bare relay (the floor).
+COLORS = {"edge": "tab:blue", "before": "tab:cyan", "litellm": "tab:orange", "bare": "tab:gray"}
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -137,7 +153,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
         clients = list(data["runs"])
         x = np.arange(len(clients))
         proxies = [
-            p for p in ("edge", "before", "litellm") if f"{p}@{clients[0]}" in data["overhead_ms"]
+            p
+            for p in ("edge", "before", "litellm", "bare")
+            if f"{p}@{clients[0]}" in data["overhead_ms"]
         ]
         ax = axes[row][0]
         bars = [(proxy, q) for proxy in proxies for q in ("p50", "p99")]

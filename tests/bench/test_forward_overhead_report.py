@@ -45,3 +45,23 @@ def test_the_table_says_each_target() -> None:
     assert "0.226x LiteLLM's (<= 0.1x: NO)" in text
     assert "8.0x (>= 10x: NO)" in text
     assert "header p50 1.33 ms vs measured (within 20%: NO)" in text
+
+
+def test_the_bare_relay_is_the_floor() -> None:
+    """With the bare relay measured, the table says what the stack alone adds."""
+    r = runs(80.0, 1.33)
+    r["1"]["bare"] = {"requests_per_cpu_s": 160.0}
+    o = over(9.0, 40.0) | {"bare@1": {"ttft_p50_ms": 6.0}}
+    met = targets(r, o)["1"]
+    assert met["bare_vs_litellm_overhead_p50"] == 0.15 and met["bare_overhead_p50_ms"] == 6.0
+    assert met["bare_per_cpu_vs_litellm"] == 16.0 and met["edge_per_cpu_vs_bare"] == 0.5
+    for paths in r.values():
+        for row in paths.values():
+            row.update(ttft={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0}, per_s=1.0,
+                       total={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0})  # fmt: skip
+    full = {k: {f"{m}_{q}_ms": v["ttft_p50_ms"] for m in ("ttft", "total")
+                for q in ("p50", "p95", "p99")} for k, v in o.items()}  # fmt: skip
+    text = table({"upstreams": {"fake": {"runs": r, "overhead_ms": full,
+                                          "targets": targets(r, full)}}})  # fmt: skip
+    assert "adds 6.00 ms TTFT p50, 0.15x LiteLLM's" in text
+    assert "the edge keeps 0.5x of the bare relay's req/CPU-s" in text

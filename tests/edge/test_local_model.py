@@ -5,6 +5,7 @@ process, which ends with the edge, and whose death fails streams instead of hang
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -411,3 +412,55 @@ def test_a_failed_engine_step_fails_its_turns_and_the_engine_goes_on(
         assert ends(1)[3][0] == "done"
     finally:
         runner.close()
+
+
+def _broken_engine_process(folder: str, conn: object) -> None:
+    """In a process of its own: an engine whose steps all fail (injected around the real
+    og.Engine), serving one request."""
+    import onnxruntime_genai as og
+
+    from edge.tiers.local_engine import EngineRunner
+    from edge.tiers.local_worker import Job, Options, load_model
+
+    real_engine = og.Engine
+
+    class Broken:
+        def __init__(self, model: object) -> None:
+            self.real, self.failed = real_engine(model), False
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.real, name)
+
+        def has_pending_requests(self) -> bool:  # its cancelled turns never leave
+            return self.failed or bool(self.real.has_pending_requests())
+
+        def run(self, events: object) -> object:
+            self.failed = True
+            raise RuntimeError("injected: every step fails")
+
+    og.Engine = Broken  # type: ignore[misc]
+    model, tokenizer = load_model(Options(folder, 1, "cpu", 2, 2048), {})
+    runner = EngineRunner(model, tokenizer, 2048, lambda *m: conn.send(m))  # type: ignore[attr-defined]
+    runner.submit(1, Job([{"role": "user", "content": "Hi."}], None, 8, 0.0, 1.0, None, None, 1.1))
+    runner._thread.join()
+
+
+def test_an_engine_that_fails_with_no_turn_left_ends_its_process(models_dir: Path) -> None:
+    """A step that fails when no turn is left to fail means the engine itself is broken:
+    its turns got their errors first, then the process exits 70, which the edge sees as
+    the model's death (it fails what is open and starts a new process)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    mine, theirs = context.Pipe()
+    folder = str(models_dir / "smollm2-135m-instruct-onnx-int8")
+    process = context.Process(target=_broken_engine_process, args=(folder, theirs))
+    process.start()
+    theirs.close()
+    got = []
+    with contextlib.suppress(EOFError):
+        while mine.poll(120):
+            got.append(mine.recv())
+    process.join(30)
+    assert process.exitcode == 70
+    assert (1, "error", ("failed", "RuntimeError: injected: every step fails")) in got
