@@ -54,8 +54,8 @@ class ResetIfAbandoned:
         "http2.receive_response_headers.failed",
     )
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
+    def __init__(self, transport: httpx.AsyncHTTPTransport) -> None:
+        self.transport = transport
         self.stream_id: int | None = None
         self.request: Any = None  # httpcore's request (its write timeout)
 
@@ -68,8 +68,7 @@ class ResetIfAbandoned:
     async def _reset(self) -> None:
         stream_id = self.stream_id
         try:
-            pool: Any = getattr(self.client, "_transport", None)
-            for pooled in getattr(getattr(pool, "_pool", None), "connections", []):
+            for pooled in getattr(getattr(self.transport, "_pool", None), "connections", []):
                 conn: Any = getattr(pooled, "_connection", None)
                 if conn is None or stream_id not in getattr(conn, "_events", {}):
                     continue

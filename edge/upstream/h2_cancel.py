@@ -25,14 +25,17 @@ log = logging.getLogger("edgecore.edge.h2")
 
 
 def _h2_stream(response: httpx.Response) -> tuple[Any, Any] | None:
-    # httpx BoundAsyncStream -> AsyncResponseStream -> httpcore PoolByteStream
-    #   -> HTTP2ConnectionByteStream(_connection, _request, _stream_id)
+    # (httpx's BoundAsyncStream, when a client sent it) -> AsyncResponseStream
+    #   -> httpcore PoolByteStream -> HTTP2ConnectionByteStream(_connection, _request, _stream_id)
     stream: Any = response.stream
-    for attr in ("_stream", "_httpcore_stream", "_stream"):
-        stream = getattr(stream, attr, None)
+    connection = None
+    for _ in range(4):
+        connection = getattr(stream, "_connection", None)
+        if connection is not None:
+            break
+        stream = getattr(stream, "_stream", None) or getattr(stream, "_httpcore_stream", None)
         if stream is None:
             return None
-    connection = getattr(stream, "_connection", None)
     if connection is None or not hasattr(connection, "_h2_state"):
         return None  # HTTP/1.1: closing the response closes the connection, which is enough
     return connection, stream

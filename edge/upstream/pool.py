@@ -36,7 +36,7 @@ import httpx
 
 from edge.settings import CoreSpec, UpstreamSettings
 from edge.upstream.breaker import CircuitBreaker, State
-from edge.upstream.cores import Core, Timeouts, prompt_chars, tls_context
+from edge.upstream.cores import Connection, Core, Timeouts, prompt_chars, tls_context
 from edge.upstream.errors import CoreStalled, CoreUnavailable
 from edge.upstream.first_byte import ResetIfAbandoned, Waited, first_byte
 from edge.upstream.stream import Upstream
@@ -169,24 +169,16 @@ class CorePool:
             # them first, whatever the deadline, since the tiers read every answer as a
             # stream. A stream's headers come at once and keepalives follow: idle it is.
             unary = not payload.get("stream")
-            trace = Waited(ResetIfAbandoned(conn.client))
-            request = conn.client.build_request(
-                "POST",
-                core.endpoint(path),
-                json=payload,
-                headers=headers,
-                timeout=(
-                    httpx.Timeout(deadline, connect=self.timeouts.connect_s)
-                    if unary
-                    else httpx.USE_CLIENT_DEFAULT
-                ),
-                extensions={"trace": trace},
+            trace = Waited(ResetIfAbandoned(conn.transport))
+            timeout = (
+                httpx.Timeout(deadline, connect=self.timeouts.connect_s).as_dict()
+                if unary
+                else conn.timeout
             )
+            request = core.request(path, payload, headers, {"trace": trace, "timeout": timeout})
             conn.active += 1
             try:
-                response = await first_byte(
-                    conn.client.send(request, stream=stream), core.down, deadline
-                )
+                response = await first_byte(conn.send(request, stream=stream), core.down, deadline)
             except httpx.ConnectError as exc:
                 conn.active -= 1
                 if attempt == 0:  # nothing was sent: safe to retry once, with jitter
@@ -246,7 +238,7 @@ class CorePool:
                 if not isinstance(exc, httpx.TimeoutException):
                     reason = f"health probe failed: {exc!r}"
                 for conn in core.mark_down(reason):
-                    self._close_later(conn.client)
+                    self._close_later(conn)
             return
         core.probe_failures = 0
         core.probe_successes += 1
@@ -256,8 +248,8 @@ class CorePool:
         if not core.alive and core.probe_successes >= self.probe_successes:
             core.mark_up()
 
-    def _close_later(self, client: httpx.AsyncClient) -> None:
-        """Close a client in the background, bounded: its peer may be frozen."""
+    def _close_later(self, client: httpx.AsyncClient | Connection) -> None:
+        """Close a client or connection in the background, bounded: its peer may be frozen."""
 
         async def close() -> None:
             await asyncio.sleep(0.1)  # let the requests on it see ``down`` and reset first
