@@ -64,7 +64,7 @@ class Replica:
         self.engine = (
             Engine(
                 config.engine, home, log_file, on_change, name=f"engine {config.name}",
-                health=self.health, on_stall=self.stalled,
+                health=self.health, on_stall=self.probe_missed,
             )
             if config.manage
             else None
@@ -169,10 +169,23 @@ class Replica:
             self.idle.set()
         return True
 
+    def probe_missed(self) -> None:
+        """The engine did not answer its ``/health`` probe in time (``Engine.on_stall``):
+        ``stalled``, unless its work moved while the probe waited. An API server busy
+        streaming can be slow to answer (seen on 2 shared cores: over 2 s) while its
+        streams are fine. It takes no new requests until a probe passes, and if its work
+        stops moving, the progress watch (``watch``) ends what runs on it."""
+        since = time.monotonic() - self.progress.last
+        if self.leases and since < self.health.timeout_s:
+            log.warning("%s: /health unanswered, but its streams moved %.1fs ago: kept",
+                        self.name, since)  # fmt: skip
+            return
+        self.stalled()
+
     def stalled(self) -> None:
-        """The engine stopped answering its probe: end what waits on it. Requests without a
-        first byte move to another replica or get 503; streams end with an error event
-        (closing them aborts the engine's work when it wakes)."""
+        """The engine stopped answering, or making progress: end what waits on it. Requests
+        without a first byte move to another replica or get 503; streams end with an error
+        event (closing them aborts the engine's work when it wakes)."""
         for lease in list(self.leases):
             lease.reason = "unhealthy"
             lease.evicted.set()
@@ -272,7 +285,7 @@ class Replica:
                 self._recovered("its token counters moved")
         except (httpx.HTTPError, ValueError):
             if self.reachable and self.engine is None:
-                self.stalled()  # an engine run elsewhere: this poll is its health probe
+                self.probe_missed()  # an engine run elsewhere: this poll is its health probe
             self.reachable = False
         finally:
             self._peak_since_poll = self.in_flight

@@ -233,7 +233,9 @@ class HealthSettings(BaseModel):
         gt=0,
         description="An engine that does not answer /health (engines run elsewhere: /metrics) "
         "by then is unhealthy: it gets nothing new, its requests without a first byte move to "
-        "another replica (or get 503), its streams end with an error event.",
+        "another replica (or get 503), its streams end with an error event, unless they moved "
+        "while the probe waited (a busy API server answers late; the progress watch still "
+        "ends them if they stop).",
     )
     wedged_restart_s: float = Field(
         default=60.0,

@@ -288,3 +288,23 @@ def test_a_busy_healthy_replica_stays_in_rotation() -> None:
         await replica.aclose()
 
     asyncio.run(run())
+
+
+def test_a_slow_health_probe_keeps_streams_that_move() -> None:
+    """A missed /health (an API server busy streaming) ends nothing whose work moved while
+    the probe waited; with no progress in that time it ends what runs (a frozen engine)."""
+    policy = ProgressPolicy(timeout_s=0.2, prefill_tokens_per_s=1000.0, canary_idle_s=0.0)
+
+    async def run() -> None:
+        replica, _ = replica_with(FakeEngine(), policy)
+        lease = replica.take()
+        replica.progressed()  # a byte on its stream just now
+        replica.probe_missed()
+        assert not lease.evicted.is_set()
+        replica.progress.last -= replica.health.timeout_s  # nothing since the probe began
+        replica.probe_missed()
+        assert lease.evicted.is_set() and lease.reason == "unhealthy"
+        replica.give_back(lease)
+        await replica.aclose()
+
+    asyncio.run(run())
