@@ -71,7 +71,8 @@ class RecordWhenTaken(Sampler):
     """``recording`` (the SDK's sampler, ``OTEL_TRACES_SAMPLER``) once a span processor is
     there to take spans; until then spans are ids only: a caller's trace still goes on, with
     its sampled flag, and the access log still has the trace id, but the SDK's recording
-    (attributes, events, the span's end), about a tenth of a cache hit's CPU, is skipped.
+    (attributes, events, the span's end) is skipped: two nested spans cost 26 us instead
+    of 62 us here, and spans were about 9 % of a cache hit's CPU (py-spy).
     A root span, or a caller's unsampled one, is then left unsampled downstream too: an
     operator who exports the core's traces exports the edge's as well."""
 

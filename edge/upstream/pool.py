@@ -248,14 +248,15 @@ class CorePool:
         if not core.alive and core.probe_successes >= self.probe_successes:
             core.mark_up()
 
-    def _close_later(self, client: httpx.AsyncClient | Connection) -> None:
-        """Close a client or connection in the background, bounded: its peer may be frozen."""
+    def _close_later(self, closable: httpx.AsyncClient | Connection) -> None:
+        """Close a probe client or a connection in the background, bounded: its peer may be
+        frozen."""
 
         async def close() -> None:
             await asyncio.sleep(0.1)  # let the requests on it see ``down`` and reset first
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5.0):
-                    await client.aclose()
+                    await closable.aclose()
 
         task = asyncio.create_task(close())
         self._closing.add(task)
