@@ -189,6 +189,15 @@ def body(prompt: str) -> dict[str, Any]:
             "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
 
 
+async def _post(users: asyncio.Queue[httpx.AsyncClient], prompt: str) -> httpx.Response:
+    """``prompt`` asked by the next free user."""
+    user = await users.get()
+    try:
+        return await user.post("/v1/chat/completions", json=body(prompt))
+    finally:
+        users.put_nowait(user)
+
+
 async def floor(url: str, entries: list[str], requests: int) -> dict[str, Any]:
     """The same asks, with the same clients, to a bare app on the same server."""
     results: dict[str, Any] = {}
@@ -198,14 +207,7 @@ async def floor(url: str, entries: list[str], requests: int) -> dict[str, Any]:
             progress(f"http-floor at {clients} clients ...")
 
             async def ask(i: int) -> None:
-                user = await users.get()
-                try:
-                    r = await user.post(
-                        "/v1/chat/completions", json=body(entries[i % len(entries)])
-                    )
-                finally:
-                    users.put_nowait(user)
-                r.raise_for_status()
+                (await _post(users, entries[i % len(entries)])).raise_for_status()
 
             results[f"http-floor/bare@{clients}"] = await load(
                 ask, requests=requests, clients=clients
@@ -241,11 +243,7 @@ async def over_http(
                 await asyncio.sleep(0.05)
 
         async def ask(prompt: str) -> httpx.Response:
-            user = await users.get()
-            try:
-                r = await user.post("/v1/chat/completions", json=body(prompt))
-            finally:
-                users.put_nowait(user)
+            r = await _post(users, prompt)
             if r.status_code != 200 or r.headers.get("x-edgecore-tier") != "cache":
                 cache = r.headers.get("x-edgecore-cache")
                 raise RuntimeError(f"not a cache hit ({cache}): {r.status_code} {r.text[:200]}")
