@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Literal
 
 from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config
 from starlette.types import ASGIApp
+
+from shared import hangup
 
 # h2 stream ids run out at 2**31 (one per request, odd ids): a client must reconnect then.
 MAX_REQUESTS_PER_CONNECTION = 2**30
@@ -46,12 +48,21 @@ def hypercorn_config(
     return config
 
 
+async def serve(
+    app: ASGIApp, config: Config, shutdown_trigger: Callable[[], Awaitable[object]]
+) -> None:
+    """Hypercorn's ``serve``, with connections that end when their client hangs up
+    (``shared.hangup``)."""
+    hangup.install()
+    await hypercorn_serve(app, config, shutdown_trigger=shutdown_trigger)  # type: ignore[arg-type]
+
+
 async def serve_until_signal(app: ASGIApp, config: Config) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await hypercorn_serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+    await serve(app, config, stop.wait)
 
 
 EventLoop = Literal["auto", "uvloop", "asyncio"]

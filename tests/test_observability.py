@@ -21,7 +21,6 @@ from typing import Any
 
 import httpx
 import pytest
-from hypercorn.asyncio import serve
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -37,7 +36,7 @@ from edge.app import create_app as create_edge
 from edge.settings import EdgeSettings
 from shared import tracing
 from shared.prom import ScrapedCounter
-from shared.serve import hypercorn_config
+from shared.serve import hypercorn_config, serve
 from tests.conftest import eventually, metric
 
 PREFILL_S = 0.6

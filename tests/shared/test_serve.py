@@ -1,23 +1,30 @@
-"""The services' Hypercorn configuration (shared.serve), against a real server on loopback.
+"""The services' Hypercorn server (shared.serve), against a real server on loopback.
 
 Hypercorn closes a connection after ``keep_alive_max_requests`` (1,000 by default); on
 HTTP/2 its GOAWAY cuts the streams still open on it. An edge keeps a few long-lived h2c
 connections to each core, so that default failed a few requests every 1,000 and could
 open the core's breaker (found by bench.forward_overhead at --requests 1000).
+
+Hypercorn 0.18 also kept a connection its client had closed while idle open until
+``keep_alive_timeout`` (75 s): ``shared.hangup`` ends it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import httpx
-from hypercorn.asyncio import serve
+import psutil
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import PlainTextResponse, StreamingResponse
 from starlette.routing import Route
 
-from shared.serve import hypercorn_config
+from shared import hangup
+from shared.serve import hypercorn_config, serve
 from tests.conftest import free_port
 
 
@@ -42,7 +49,7 @@ def test_one_h2c_connection_carries_more_than_a_thousand_streams() -> None:
     async def main() -> list[str]:
         stop = asyncio.Event()
         server = asyncio.create_task(
-            serve(app, hypercorn_config("127.0.0.1", port), shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+            serve(app, hypercorn_config("127.0.0.1", port), shutdown_trigger=stop.wait)
         )
         failures: list[str] = []
         try:
@@ -74,3 +81,79 @@ def test_one_h2c_connection_carries_more_than_a_thousand_streams() -> None:
 
     failures = asyncio.run(main())
     assert not failures, failures[:3]
+
+
+async def _hello(request: Request) -> PlainTextResponse:
+    return PlainTextResponse("hello")
+
+
+@contextlib.asynccontextmanager
+async def _server(port: int) -> AsyncIterator[str]:
+    app = Starlette(routes=[Route("/", _hello)])
+    stop = asyncio.Event()
+    server = asyncio.create_task(serve(app, hypercorn_config("127.0.0.1", port), stop.wait))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        async with httpx.AsyncClient() as probe:
+            for _ in range(100):
+                try:
+                    await probe.get(url)
+                    break
+                except httpx.HTTPError:
+                    await asyncio.sleep(0.05)
+        yield url
+    finally:
+        stop.set()
+        await server
+
+
+def _server_ends(port: int) -> list[str]:
+    """States of the server's ends of its connections on ``port`` (client and server share
+    this process: the server's end is the one whose local port is ``port``)."""
+    return [
+        c.status
+        for c in psutil.Process().net_connections(kind="tcp")
+        if c.laddr and c.laddr.port == port and c.raddr
+    ]
+
+
+async def _until_closed(port: int, within_s: float) -> list[str]:
+    """The server's ends still open after up to ``within_s`` (the server shares this loop)."""
+    for _ in range(int(within_s / 0.05)):
+        if not _server_ends(port):
+            break
+        await asyncio.sleep(0.05)
+    return _server_ends(port)
+
+
+def test_connections_whose_clients_hang_up_are_closed_at_once() -> None:
+    """Not 75 s later, one file descriptor each: HTTP/1.1 and HTTP/2 (h2c) clients."""
+    port = free_port()
+
+    async def main() -> tuple[list[str], list[str]]:
+        async with _server(port) as url:
+            await _until_closed(port, 5.0)  # the readiness probe's connection
+            for _ in range(10):
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+                assert (await reader.readuntil(b"hello")).startswith(b"HTTP/1.1 200")
+                writer.close()
+                await writer.wait_closed()
+            after_h11 = await _until_closed(port, 5.0)
+            async with httpx.AsyncClient(http1=False, http2=True) as client:
+                assert (await client.get(url)).http_version == "HTTP/2"
+            return after_h11, await _until_closed(port, 5.0)
+
+    assert hangup.install()
+    after_h11, after_h2 = asyncio.run(main())
+    assert after_h11 == [], after_h11  # CLOSE_WAIT x 10 for 75 s before shared.hangup
+    assert after_h2 == [], after_h2
+
+
+def test_an_unknown_hypercorn_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Other:
+        pass
+
+    monkeypatch.setattr(hangup.hypercorn_run, "TCPServer", Other)
+    assert not hangup.install()
+    assert hangup.hypercorn_run.TCPServer is Other
