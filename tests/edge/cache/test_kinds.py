@@ -53,8 +53,11 @@ LIGHT = {
     "intent": "How can I sign up for jury duty?",
     "formula": "how do i solve 3x + 4 = 10",
 }
-# Rewordings the test build's models refuse today: all five, at scores 0.55-0.81 (issue 32,
-# point 4: recall). Strict: one that starts being served fails here, so the list stays true.
+# Rewordings the test build's models refused on the AMD (AVX2) machines they were written
+# on: all five, at scores 0.55-0.81 (issue 32, point 4: recall). Not strict: they sit near
+# the threshold, and the same build on another CPU has other float kernels and slightly
+# other weights (on an Intel AVX-512 machine, stop 45, it served "scope" and "intent"). A
+# strict mark made CI's result depend on the machine it drew.
 REFUSED = {"role", "sibling", "scope", "intent", "formula"}
 
 
@@ -91,7 +94,7 @@ def test_the_same_words_of_each_kind_are_served(
 @pytest.mark.parametrize(
     "kind",
     [
-        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="issue 32: recall"))
+        pytest.param(k, marks=pytest.mark.xfail(strict=False, reason="issue 32: recall"))
         if k in REFUSED else k
         for k in sorted(KINDS)
     ],
