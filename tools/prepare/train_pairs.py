@@ -1,0 +1,96 @@
+"""The cross-encoder's training pairs, chosen before it trains.
+
+QQP's train split (``limit`` pairs drawn, or all) plus the generated hard pairs
+(``hard_pairs``); with ``--min-cosine``, only the pairs the cache would ask about: below the
+candidate floor (0.80) no verifier runs, so easy negatives would only spend training steps.
+The margin under the floor covers a cosine moving a little between builds.
+
+Runs in edgecore's own environment, before the training (which runs in the preparation
+environment), so that closeness is measured with the edge's own embedder: the INT8 graph,
+the ``user:`` prefix of a one-turn prompt, one run per text, two runs side by side. The
+same choice with fp32 torch in the preparation environment took 541 s of the full build on
+2 cores (docs/models.md, the build's time).
+
+    python -m tools.prepare.train_pairs QQP.jsonl MODELS_DIR OUT.json \\
+        --hard-per-kind N [--pairs-limit N] [--min-cosine C]
+
+OUT.json holds ``{"rows": [[text_a, text_b, label], ...], "meta": {...}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from tools.prepare.hard_pairs import generate
+from tools.prepare.pair_split import split
+
+Row = tuple[str, str, int]
+SEED = 0
+EMBED_WORKERS = 2  # one-thread runs side by side (docs/models.md, the build's time)
+
+
+def load_train_pairs(path: Path, limit: int | None, seed: int, hard_per_kind: int) -> list[Row]:
+    """QQP's train pairs (``limit`` of them, drawn), plus hard pairs from all its train
+    questions."""
+    rows = []
+    with path.open() as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                if split(r["text_a"], r["text_b"]) == "train":
+                    rows.append((r["text_a"], r["text_b"], int(r["label"])))
+    hard = generate([t for a, b, _ in rows for t in (a, b)], hard_per_kind, seed)
+    random.Random(seed).shuffle(rows)
+    return rows[:limit] + [(a, b, label) for a, b, label, _ in hard]
+
+
+def near(rows: list[Row], embed: Callable[[list[str]], np.ndarray], min_cosine: float) -> list[Row]:
+    """The rows whose two texts ``embed`` (unit vectors) puts at least ``min_cosine`` apart,
+    in their order."""
+    texts = sorted({t for a, b, _ in rows for t in (a, b)})
+    vectors = dict(zip(texts, embed(texts), strict=True))
+    return [r for r in rows if float(vectors[r[0]] @ vectors[r[1]]) >= min_cosine]
+
+
+def main() -> None:
+    from edge.embedder import Embedder  # edgecore's environment; imported here, not at load
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("pairs", type=Path, help="QQP as JSON lines")
+    ap.add_argument("models_dir", type=Path, help="holds all-minilm-l6-v2-onnx (step 1)")
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--pairs-limit", type=int, default=None)
+    ap.add_argument("--hard-per-kind", type=int, default=3000, help="generated pairs per rule")
+    ap.add_argument("--min-cosine", type=float, default=0.0, help="only pairs this close (0: all)")
+    args = ap.parse_args()
+
+    rows = load_train_pairs(args.pairs, args.pairs_limit, SEED, args.hard_per_kind)
+    if args.min_cosine > 0:
+        t = time.perf_counter()
+        embedder = Embedder(args.models_dir / "all-minilm-l6-v2-onnx", threads=1)
+        rows = near(
+            rows,
+            lambda texts: embedder.embed_on_threads([f"user: {x}" for x in texts], EMBED_WORKERS),
+            args.min_cosine,
+        )
+        print(f"  cosine >= {args.min_cosine}: {time.perf_counter() - t:.0f}s", flush=True)
+    meta = {
+        "pairs": str(len(rows)),
+        "pairs_limit": str(args.pairs_limit),
+        "min_cosine": str(args.min_cosine),
+        "hard_per_kind": str(args.hard_per_kind),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"rows": rows, "meta": meta}))
+    print(f"  {len(rows)} training pairs, {sum(r[2] for r in rows)} duplicates", flush=True)
+
+
+if __name__ == "__main__":
+    main()
