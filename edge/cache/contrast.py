@@ -102,6 +102,10 @@ def numbers(text: str) -> Counter[str]:
     return found
 
 
+def _numbers_in_order(text: str) -> list[str]:
+    return [w for w in contrast_words(text) if w[:1].isdigit()]
+
+
 def _numbers_differ(cached: str, asked: str) -> bool:
     """Other numbers; "one" is "1" where the other question has a 1 ("for one person" /
     "for 1 person"), though not a number on its own ("How can one ...?")."""
@@ -225,8 +229,14 @@ def contrast_by(cached: str, asked: str) -> str | None:
     if negations(cached) != negations(asked):
         return "negation"
     # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
-    if (oa := operators(cached)) and (ob := operators(asked)) and oa != ob:
-        return "operator"
+    if (oa := operators(cached)) and (ob := operators(asked)):
+        if oa != ob:
+            return "operator"
+        # The same signs and numbers, the numbers in another order: "2>&1" / "1>&2" (a dev-set
+        # pair the models served; "2 + 3" / "3 + 2" is refused too, the safe side).
+        na, nb = _numbers_in_order(cached), _numbers_in_order(asked)
+        if na != nb and sorted(na) == sorted(nb):
+            return "order"
     if _numbers_differ(cached, asked):
         return "number"
     ua, ub = units(cached), units(asked)

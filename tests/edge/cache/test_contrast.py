@@ -59,6 +59,8 @@ negation | Why is my car battery charging? | Why is my car battery not charging?
 negation | What happens if I pay my bill on time? | What happens if I don't pay my bill on time?
 operator | How do I solve 2x + 3 = 7? | How do I solve 2x - 3 = 7?
 operator | Is x^2 + 1 > 0 for every x? | Is x^2 + 1 < 0 for every x?
+order | What does 2>&1 do in a shell script? | What does 1>&2 do in a shell script?
+order | Why is 10 / 2 = 5? | Why is 2 / 10 = 5?
 number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
 number | How many calories are in 2 eggs? | How many calories are in three eggs?
 number | How many calories are in one egg? | How many calories are in 2 eggs?
@@ -93,6 +95,7 @@ NOT_CONTRASTS = [
     ("Should I use tabs or spaces?", "Should I use spaces or tabs?"),
     ("Is Python slower compared to Java?", "Is Java slower compared to Python?"),
     ("What is 15% of 80?", "What's 15 percent of 80?"),
+    ("What does 2>&1 mean in bash?", "In bash, what does 2>&1 mean?"),
     ("How long does it take to boil an egg?", "How many minutes does it take to boil an egg?"),
     ("Is Mars bigger or smaller than Earth?", "Is Mars larger than Earth?"),
     ("How can one be a good listener?", "How to become a good listener?"),
