@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -56,15 +57,18 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._embed_one(e) for e in self.tokenizer.encode_batch(texts)])
 
-    def embed_on_threads(self, texts: list[str], workers: int, chunk: int = 64) -> np.ndarray:
+    def embed_on_threads(
+        self, texts: list[str], workers: int | None = None, chunk: int = 64
+    ) -> np.ndarray:
         """``embed`` for many texts at once (offline work: training, evaluation), on
-        ``workers`` threads sharing this session. Each text is still run alone, so a vector
-        does not depend on the others; ONNX Runtime releases the GIL while it runs. On 2
-        cores, two one-thread runs side by side beat one run on two threads, which a short
-        text cannot split well (docs/models.md, the build's time)."""
+        ``workers`` threads (default: one per core) sharing this session. Each text is still
+        run alone, so a vector does not depend on the others; ONNX Runtime releases the GIL
+        while it runs. On 2 cores, two one-thread runs side by side beat one run on two
+        threads, which a short text cannot split well (docs/models.md, the build's time)."""
         parts = [texts[i : i + chunk] for i in range(0, len(texts), chunk)]
         if not parts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        workers = workers or os.cpu_count() or 1
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed") as pool:
             return np.concatenate(list(pool.map(self.embed, parts)))
 

@@ -7,7 +7,7 @@ The margin under the floor covers a cosine moving a little between builds.
 
 Runs in edgecore's own environment, before the training (which runs in the preparation
 environment), so that closeness is measured with the edge's own embedder: the INT8 graph,
-the ``user:`` prefix of a one-turn prompt, one run per text, two runs side by side. The
+the ``user:`` prefix of a one-turn prompt, one run per text, a run per core at once. The
 same choice with fp32 torch in the preparation environment took 541 s of the full build on
 2 cores (docs/models.md, the build's time).
 
@@ -33,7 +33,6 @@ from tools.prepare.pair_split import split
 
 Row = tuple[str, str, int]
 SEED = 0
-EMBED_WORKERS = 2  # one-thread runs side by side (docs/models.md, the build's time)
 
 
 def load_train_pairs(path: Path, limit: int | None, seed: int, hard_per_kind: int) -> list[Row]:
@@ -77,7 +76,7 @@ def main() -> None:
         embedder = Embedder(args.models_dir / "all-minilm-l6-v2-onnx", threads=1)
         rows = near(
             rows,
-            lambda texts: embedder.embed_on_threads([f"user: {x}" for x in texts], EMBED_WORKERS),
+            lambda texts: embedder.embed_on_threads([f"user: {x}" for x in texts]),
             args.min_cosine,
         )
         print(f"  cosine >= {args.min_cosine}: {time.perf_counter() - t:.0f}s", flush=True)

@@ -38,9 +38,6 @@ from tools.prepare.pair_split import split
 
 SEEDS = (0, 1, 2, 3, 4)  # ensemble members: averaging seeds lifts recall at high precision
 HIDDEN = (256, 64)
-# Texts are embedded one per run, as the edge does, with one-thread runs side by side: on 2
-# cores two such runs embed more per second than one run on two threads.
-EMBED_WORKERS = 2
 CROSS_ENCODER = "cache-cross-encoder"
 # Calibration duplicates the MLP may rule out without asking the cross-encoder: a little
 # recall for not running it on clearly different neighbours.
@@ -75,7 +72,7 @@ def embed_all(embedder: Embedder, texts: list[str]) -> dict[str, np.ndarray]:
     step = 25_600
     for i in range(0, len(ordered), step):
         chunk = ordered[i : i + step]
-        found = embedder.embed_on_threads([f"user: {x}" for x in chunk], workers=EMBED_WORKERS)
+        found = embedder.embed_on_threads([f"user: {x}" for x in chunk])  # a run per core
         vectors.update(zip(chunk, found, strict=True))
         print(f"  embedded {i + len(chunk)}/{len(ordered)} ({time.perf_counter() - t:.0f}s)",
               flush=True)  # fmt: skip
