@@ -4,9 +4,11 @@
 Concurrent requests share decode steps. On the CPU the engine batches statically (up to
 ``LOCAL__MAX_CONCURRENCY`` rows; continuous batching needs paged attention, which 0.18
 builds only for CUDA and WebGPU), so a request that arrives while a batch runs waits for
-it. Measured (``bench.edge_model``, docs/models.md): 1.42x the one-generation-per-slot
-tier's tokens/s at 8 streams and a lower TTFT p99 from 4 streams on, but slower alone.
-Its greedy answers are those of one generation alone (checked on 8 prompts x 64 tokens).
+it. Measured (``bench.edge_model``, docs/models.md): 1.08-1.42x the one-generation-per-slot
+tier's tokens/s at 8 streams, slower alone. Its greedy answers are those of one generation
+alone (checked on 8 prompts x 64 tokens). On the CPU, ``steps`` (``edge.tiers.local_batch``)
+batches continuously and is the default there; ``auto`` picks this mode on other providers,
+where the engine batches dynamically.
 
 The engine accepts calls only from the thread that created it, so one owner thread admits
 requests, runs steps while any are pending and cancels turns; the worker's main loop hands

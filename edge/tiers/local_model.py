@@ -3,9 +3,11 @@
 The model runs in its own process (``edge.tiers.local_worker``: onnxruntime-genai holds the
 GIL for a whole decode step, which stalled the edge's event loop when it ran on a thread
 here); text pieces reach the event loop through a pipe and a reader thread. A bounded
-number of generations run at once (the edge has few cores), each on its own generator or,
-with ``LOCAL__BATCHING=engine``, in shared decode steps (``edge.tiers.local_engine``);
-waiting for a slot has a deadline, and a cancelled request stops at the next token.
+number of generations run at once (``LOCAL__MAX_CONCURRENCY``). On the CPU they share
+decode steps by default (``LOCAL__BATCHING=steps``: continuous batching,
+``edge.tiers.local_batch``); ``engine`` uses onnxruntime-genai's ``Engine``
+(``edge.tiers.local_engine``) and ``off`` gives each its own generator. Waiting for a slot
+has a deadline, and a cancelled request stops at the next token.
 
 The model folder says what the model is: its chat template and stop tokens (read by the
 runtime from ``genai_config.json`` and the tokenizer files) and its context window
@@ -39,7 +41,8 @@ log = logging.getLogger("edgecore.edge")
 
 __all__ = [
     "EdgeBusy", "Generation", "LocalModel", "ModelProcessDied", "PromptTooLong",
-    "ProviderUnavailable", "check_provider", "context_length", "folder_meta", "served_name",
+    "ProviderUnavailable", "batching_mode", "check_provider", "context_length", "folder_meta",
+    "served_name",
 ]  # fmt: skip
 
 
@@ -84,6 +87,19 @@ def check_provider(provider: str) -> None:
             f"LOCAL__PROVIDER={provider!r}: this onnxruntime-genai build cannot run on "
             f"{provider} (install its {provider} build, e.g. onnxruntime-genai-cuda, or use cpu)"
         )
+
+
+def batching_mode(batching: str, provider: str) -> str:
+    """The batching the model process runs: ``auto`` is ``steps`` on the CPU (continuous,
+    ``edge.tiers.local_batch``) and ``engine`` elsewhere. ``steps`` runs only on the CPU."""
+    if batching == "auto":
+        return "steps" if provider == "cpu" else "engine"
+    if batching == "steps" and provider != "cpu":
+        raise ProviderUnavailable(
+            f"LOCAL__BATCHING=steps batches on the CPU only; with LOCAL__PROVIDER={provider!r} "
+            "use engine, off or auto"
+        )
+    return batching
 
 
 def context_length(model_dir: Path) -> int | None:
@@ -147,9 +163,10 @@ class LocalModel:
         provider: str = "cpu",
         start_timeout_s: float = 300.0,
         restart_backoff_s: float = 1.0,
-        batching: str = "off",
+        batching: str = "auto",
     ) -> None:
         check_provider(provider)  # before loading: a wrong provider fails by name, at once
+        batching = batching_mode(batching, provider)
         window = context_length(model_dir)
         self.context_tokens = min(context_tokens, window) if window else context_tokens
         self.max_new_tokens = max_new_tokens

@@ -52,8 +52,9 @@ class Options:
     provider: str
     max_concurrency: int
     context_tokens: int
-    # "engine": og.Engine's static batches of max_concurrency (edge.tiers.local_engine);
-    # "off": one og.Generator per slot, each on its own thread.
+    # "steps": continuous batching of max_concurrency rows over the model's decoder graph
+    # (edge.tiers.local_batch, the CPU); "engine": og.Engine's batches of max_concurrency
+    # (edge.tiers.local_engine); "off": one og.Generator per slot, each on its own thread.
     batching: str = "off"
 
 
@@ -63,26 +64,20 @@ def serve(conn: Connection, options: Options) -> None:
     # it finishes its streams and then closes the pipe, which is what ends this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    engine = {"static_batching": {"max_batch_size": options.max_concurrency}}
-    try:
-        model, tokenizer = load_model(options, engine if options.batching == "engine" else None)
-    except Exception as exc:  # reported to the edge, which fails at start with it
-        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
-        return
-    conn.send(("ready", None))
     lock = threading.Lock()  # generation threads send concurrently
 
     def send(*message: Any) -> None:
         with lock:
             conn.send(message)
 
+    try:
+        model, tokenizer, runner = _load(options, send)
+    except Exception as exc:  # reported to the edge, which fails at start with it
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None))
     stops: dict[int, threading.Event] = {}
     pool = ThreadPoolExecutor(options.max_concurrency, thread_name_prefix="edge-gen")
-    runner = None
-    if options.batching == "engine":
-        from edge.tiers.local_engine import EngineRunner
-
-        runner = EngineRunner(model, tokenizer, options.context_tokens, send)
     try:
         while True:
             try:
@@ -98,9 +93,10 @@ def serve(conn: Connection, options: Options) -> None:
                     runner.stop(message[1])
                 continue
             _, rid, job = message
-            # A seeded sample needs the engine's dynamic batching (not on the CPU): such a
-            # request runs on its own generator, as without batching.
-            if runner is not None and (job.seed is None or job.temperature == 0):
+            # steps (no og.Model) takes every request: each row samples with its own seed.
+            # og.Engine samples with a seed only with dynamic batching (not on the CPU):
+            # such a request runs on its own generator, as without batching.
+            if runner is not None and (model is None or job.seed is None or job.temperature == 0):
                 runner.submit(rid, job)
                 continue
             stops[rid] = threading.Event()
@@ -121,6 +117,30 @@ def serve(conn: Connection, options: Options) -> None:
         if runner is not None:
             runner.close()
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _load(options: Options, send: Any) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, runner) for the batching mode. ``steps`` runs the decoder graph
+    with onnxruntime itself: no ``og.Model`` (and no second copy of the weights)."""
+    if options.batching == "steps":
+        import onnxruntime_genai as og
+
+        from edge.tiers.local_batch import StepRunner
+
+        tokenizer = og.Tokenizer(og.Config(options.model_dir))
+        runner = StepRunner(
+            options.model_dir, tokenizer, threads=options.threads,
+            max_rows=options.max_concurrency, context_tokens=options.context_tokens, send=send,
+        )  # fmt: skip
+        return None, tokenizer, runner
+    if options.batching == "engine":
+        from edge.tiers.local_engine import EngineRunner
+
+        engine = {"static_batching": {"max_batch_size": options.max_concurrency}}
+        model, tokenizer = load_model(options, engine)
+        return model, tokenizer, EngineRunner(model, tokenizer, options.context_tokens, send)
+    model, tokenizer = load_model(options)
+    return model, tokenizer, None
 
 
 def load_model(options: Options, engine: dict[str, Any] | None = None) -> tuple[Any, Any]:

@@ -215,13 +215,14 @@ def test_a_model_process_dead_before_any_request_fails_the_first_one(models_dir:
         model.close()
 
 
-@pytest.mark.parametrize("batching", ["off", "engine"])
+@pytest.mark.parametrize("batching", ["off", "engine", "steps"])
 def test_eight_concurrent_streams_each_get_their_own_tokens_and_one_can_leave(
     models_dir: Path, batching: str
 ) -> None:
     """Eight streams at once: each gets the tokens it gets alone (greedy), in order; one
     that leaves after its first piece stops, frees its slot and the others finish. With
-    ``batching="engine"`` they share decode steps (og.Engine, a static batch of 8)."""
+    ``batching="engine"`` they share decode steps (og.Engine, a static batch of 8); with
+    ``"steps"`` too (continuous batching over the decoder graph, rows of their own lengths)."""
     model = edge_model(models_dir, batching=batching, max_concurrency=8, max_new_tokens=12)
     prompts = [
         "Name a colour.", "Write a haiku about the sea.", "What is two plus two?",
@@ -258,8 +259,11 @@ def test_eight_concurrent_streams_each_get_their_own_tokens_and_one_can_leave(
         model.close()
 
 
-def test_the_engine_honours_stop_strings_limits_and_seeded_samples(models_dir: Path) -> None:
-    model = edge_model(models_dir, batching="engine", max_concurrency=4, max_new_tokens=16)
+@pytest.mark.parametrize("batching", ["engine", "steps"])
+def test_batching_honours_stop_strings_limits_and_seeded_samples(
+    models_dir: Path, batching: str
+) -> None:
+    model = edge_model(models_dir, batching=batching, max_concurrency=4, max_new_tokens=16)
 
     async def answer(prompt: str, **extra: object) -> tuple[str, Generation]:
         gen = Generation()
@@ -273,8 +277,8 @@ def test_the_engine_honours_stop_strings_limits_and_seeded_samples(models_dir: P
             stopped, gen = await answer("Count from one to ten in words.", temperature=0,
                                         stop=[cut])  # fmt: skip
             assert stopped == full[: full.index(cut)] and gen.finish_reason == "stop"
-            # A seeded sample runs on its own generator (the engine's static batches take
-            # no seed): the same seed, the same answer.
+            # The same seed, the same answer (with the engine, a seeded sample runs on its
+            # own generator: its static batches take no seed; with steps, in the batch).
             seeded = [await answer("Name a bird.", temperature=1.0, seed=7) for _ in range(2)]
             assert seeded[0][0] == seeded[1][0] and seeded[0][0]
             with pytest.raises(PromptTooLong):
