@@ -1,7 +1,7 @@
 """The edge model under concurrent streams, against vLLM's CPU engine on the same cores.
 
     .venv/bin/python -m bench.edge_model [--streams 1,4,8,16] [--tokens 64] [--threads 2]
-        [--slots 2] [--no-vllm]
+        [--slots 2] [--batch 8] [--no-vllm]
 
 Issue 34 asks how the edge's model serves 1, 4, 8 and 16 concurrent streams, and how that
 compares with what a user would run instead. Each system gets ``2 x streams`` requests,
@@ -12,15 +12,20 @@ at most ``streams`` in flight. Each request asks for ``--tokens`` greedy tokens 
   one ``og.Generator`` each: today's tier), SmolLM2-135M INT8, ``--threads`` threads;
 - ``tier, a slot each``: the same with as many slots as streams (what more slots buy
   without shared decode steps);
-- ``tier, batched``: the tier with ``LOCAL__BATCHING=engine`` and ``--engine-batch`` slots:
+- ``tier, engine``: the tier with ``LOCAL__BATCHING=engine`` and ``--batch`` slots:
   onnxruntime-genai's ``Engine`` in the model process, static batches on the CPU (a request
   that arrives while a batch runs waits for it);
+- ``tier, steps``: the tier with ``LOCAL__BATCHING=steps`` (the default on the CPU) and
+  ``--batch`` rows: continuous batching over the model's decoder graph
+  (``edge.tiers.local_batch``), a new request joining the running batch at the next step;
 - ``vllm``: vLLM's CPU engine serving the same model (its HF folder, bf16) as the core starts
   it (``core.settings.EngineConfig`` and ``core.engine.engine_env``), streamed over HTTP on
   loopback. It batches continuously.
 
 For each system and concurrency: aggregate output tokens/s (tokens generated / wall time)
-and the time to the first token, p50 and p99. The ratios to vLLM come from the same run.
+and the time to the first token, p50 and p99. The ratios to vLLM and to ``tier`` (the
+one-generation-per-slot tier that issue 34 measures batching against) come from the same
+run.
 Tokens are counted as generated: a model may stop before ``--tokens`` (no system is told to
 ignore its end of sequence).
 """
@@ -48,7 +53,7 @@ PROMPTS = [
     "How many legs does a spider have?", "What is the capital of Italy?",
     "Suggest a name for a dog.", "What is rain made of?",
 ]  # fmt: skip
-SYSTEMS = ("tier", "tier, a slot each", "tier, batched", "vllm")
+TIERS = ("tier", "tier, a slot each", "tier, engine", "tier, steps")
 
 # One request: (prompt index) -> (time to first token s, output tokens).
 Ask = Callable[[int], Awaitable[tuple[float, int]]]
@@ -171,8 +176,10 @@ def measure(args: argparse.Namespace) -> Results:
     runs["tier"] = asyncio.run(_tier(model_dir, args, args.slots))
     progress("tier, a slot per stream ...")
     runs["tier, a slot each"] = asyncio.run(_tier(model_dir, args, None))
-    progress(f"tier, batched (og.Engine, {args.engine_batch} slots) ...")
-    runs["tier, batched"] = asyncio.run(_tier(model_dir, args, args.engine_batch, "engine"))
+    progress(f"tier, engine (og.Engine, {args.batch} slots) ...")
+    runs["tier, engine"] = asyncio.run(_tier(model_dir, args, args.batch, "engine"))
+    progress(f"tier, steps (continuous, {args.batch} rows) ...")
+    runs["tier, steps"] = asyncio.run(_tier(model_dir, args, args.batch, "steps"))
     if not args.no_vllm:
         progress(f"vLLM CPU engine on {hf_dir} (starting: minutes) ...")
         runs["vllm"] = _vllm(hf_dir, args)
@@ -183,16 +190,17 @@ def measure(args: argparse.Namespace) -> Results:
         "tokens": args.tokens,
         "threads": args.threads,
         "slots": args.slots,
-        "engine_batch": args.engine_batch,
+        "batch": args.batch,
         "runs": runs,
         "ratios": ratios(runs),
     }
 
 
 def ratios(runs: dict[str, Any]) -> dict[str, Any]:
-    """Each tier against vLLM and against itself at 1 stream, per concurrency."""
+    """Each tier against vLLM, against the one-generation-per-slot ``tier`` and against
+    itself at 1 stream, per concurrency."""
     out: dict[str, Any] = {}
-    for system in ("tier", "tier, a slot each", "tier, batched"):
+    for system in TIERS:
         own = runs.get(system, {})
         alone = own.get("1")
         for streams, r in own.items():
@@ -204,6 +212,8 @@ def ratios(runs: dict[str, Any]) -> dict[str, Any]:
                 row["ttft_p99_vs_1_stream"] = round(
                     r["ttft_p99_ms"] / max(1, alone["ttft_p99_ms"]), 2
                 )
+            if system != "tier" and (t := runs.get("tier", {}).get(streams)) is not None:
+                row["tokens_per_s_vs_tier"] = round(r["tokens_per_s"] / t["tokens_per_s"], 2)
             if (v := runs.get("vllm", {}).get(streams)) is not None:
                 row["tokens_per_s_vs_vllm"] = round(r["tokens_per_s"] / v["tokens_per_s"], 2)
             out.setdefault(system, {})[streams] = row
@@ -214,14 +224,20 @@ def table(results: Results) -> str:
     lines = [
         f"{results['tokens']} greedy tokens per request, {results['threads']} threads, "
         f"tier slots {results['slots']}",
-        f"{'system':<20}{'streams':>8}{'tok/s':>9}{'TTFT p50':>10}{'TTFT p99':>10}{'÷ vLLM':>8}",
+        f"{'system':<20}{'streams':>8}{'tok/s':>9}{'TTFT p50':>10}{'TTFT p99':>10}"
+        f"{'÷ tier':>8}{'÷ vLLM':>8}",
     ]
+
+    def x(value: float | None) -> str:
+        return "" if value is None else f"{value:.2f}x"
+
     for system, by_streams in results["runs"].items():
         for streams, r in by_streams.items():
-            vs = results["ratios"].get(system, {}).get(streams, {}).get("tokens_per_s_vs_vllm")
+            row = results["ratios"].get(system, {}).get(streams, {})
             lines.append(
                 f"{system:<20}{streams:>8}{r['tokens_per_s']:>9.1f}{r['ttft_p50_ms']:>10}"
-                f"{r['ttft_p99_ms']:>10}{'' if vs is None else f'{vs:.2f}x':>8}"
+                f"{r['ttft_p99_ms']:>10}{x(row.get('tokens_per_s_vs_tier')):>8}"
+                f"{x(row.get('tokens_per_s_vs_vllm')):>8}"
             )
     return "\n".join(lines)
 
@@ -255,7 +271,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=2, help="LOCAL__THREADS")
     parser.add_argument("--slots", type=int, default=2, help="the tier's LOCAL__MAX_CONCURRENCY")
     parser.add_argument(
-        "--engine-batch", type=int, default=8, help="the batched tier's slots (its batch)"
+        "--batch", type=int, default=8, help="the batched tiers' slots (their batch's rows)"
     )
     parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM reference")
     parser.add_argument("--model-dir", type=Path, default=None, help="default: the edge's")
