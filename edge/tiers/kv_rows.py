@@ -64,7 +64,11 @@ class Rows:
     """The running batch's key/value cache: one ``[rows, kv_heads, capacity, head_size]``
     buffer per cache tensor, rows ``0 .. n-1`` in use, each with its own length."""
 
-    def __init__(self, graph: Graph, rows: int, capacity: int, dtype: Any) -> None:
+    def __init__(
+        self, graph: Graph, rows: int, capacity: int, dtype: Any, most: int | None = None
+    ) -> None:
+        self._most = most  # the longest a row can get (the context window): never more room
+        capacity = min(capacity, most or capacity)
         self._shape = (rows, graph.kv_heads, capacity, graph.head_size)
         self.buffers = [np.zeros(self._shape, dtype) for _ in graph.past]
         self.lengths: list[int] = []
@@ -98,10 +102,11 @@ class Rows:
         return last if row != last else None
 
     def reserve(self, length: int) -> None:
-        """Room for ``length`` positions in every row (the buffers double, up to need)."""
+        """Room for ``length`` positions in every row (the buffers double, up to need, and
+        past need only up to ``most``)."""
         if length <= self.capacity:
             return
-        capacity = max(length, 2 * self.capacity)
+        capacity = max(length, min(2 * self.capacity, self._most or 2 * self.capacity))
         rows, heads, _, size = self._shape
         self._shape = (rows, heads, capacity, size)
         grown = []

@@ -115,7 +115,7 @@ class StepRunner:
         self._thread.join()
 
     def _run(self) -> None:
-        cache = Rows(self.graph, self._max_rows, 256, self._dtype)
+        cache = Rows(self.graph, self._max_rows, 256, self._dtype, self._context_tokens)
         rows: list[_Row] = []  # index i is the cache's row i
         waiting: list[tuple[int, Job]] = []
         while self._take(rows, waiting):

@@ -59,6 +59,12 @@ def test_rows_hold_each_requests_cache_at_its_own_length() -> None:
     assert rows.lengths == [2, 1]
     assert rows.buffers[1][0, 0, :2].tolist() == [[31.0, 31.0]] * 2
     assert rows.remove(1) is None and rows.lengths == [2]
+    # Never more room than a row can use (the context window), however it doubles.
+    capped = Rows(Graph.of(CONFIG), 2, 512, np.float32, most=300)
+    assert capped.capacity == 300
+    small = Rows(Graph.of(CONFIG), 2, 4, np.float32, most=6)
+    small.reserve(5)
+    assert small.capacity == 6
 
 
 def test_greedy_takes_the_best_token_and_the_penalty_discounts_what_was_seen() -> None:
