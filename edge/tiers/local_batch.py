@@ -182,8 +182,8 @@ class StepRunner:
             rid, limit, self._tokenizer.create_stream(), StopScan(job.stops),
             Sampler.of(job, tokens),
         )  # fmt: skip
-        cache.add(prefilled)
         self._chose(row, row.sampler.choose(logits))
+        cache.add(prefilled)  # last: a request that failed above holds no row
         return row
 
     def _prefill(self, tokens: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
