@@ -22,8 +22,8 @@ applied here, per row (``edge.tiers.sampling``).
 
 from __future__ import annotations
 
+import functools
 import queue
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from edge.tiers.kv_rows import Graph, Rows
-from edge.tiers.local_worker import Job, StopScan, prompt_tokens
+from edge.tiers.local_worker import Job, OwnedLoop, StopScan, answer_budget, prompt_tokens
 from edge.tiers.sampling import Sampler
 
 Send = Callable[[int, str, Any], None]
@@ -68,8 +68,10 @@ class _Row:
     stopped: bool = False  # the edge asked it to stop (its client left)
 
 
-class StepRunner:
+class StepRunner(OwnedLoop):
     """The decode loop on its own thread; ``submit`` and ``stop`` may be called from any."""
+
+    thread_name = "edge-steps"
 
     def __init__(
         self,
@@ -99,20 +101,7 @@ class StepRunner:
         self._head = template_head(tokenizer)
         self._head_cache: list[np.ndarray] = []  # computed at its first use
         self._bound: tuple[tuple[int, int, int], Any] | None = None  # (rows, buffers), binding
-        self._inbox: queue.Queue[tuple[str, int, Job | None] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="edge-steps", daemon=True)
-        self._thread.start()
-
-    def submit(self, rid: int, job: Job) -> None:
-        self._inbox.put(("generate", rid, job))
-
-    def stop(self, rid: int) -> None:
-        self._inbox.put(("stop", rid, None))
-
-    def close(self) -> None:
-        """Every running request ends (``done``, stopped), and the thread ends."""
-        self._inbox.put(None)
-        self._thread.join()
+        self._start()  # close(): every running request ends (done, stopped)
 
     def _run(self) -> None:
         cache = Rows(self.graph, self._max_rows, 256, self._dtype, self._context_tokens)
@@ -171,12 +160,9 @@ class StepRunner:
 
     def _admit(self, cache: Rows, rid: int, job: Job) -> _Row | None:
         tokens = np.asarray(prompt_tokens(self._tokenizer, job), dtype=np.int64)
-        prompt = len(tokens)
-        if prompt >= self._context_tokens:
-            self._send(rid, "error", ("prompt_too_long", (prompt, self._context_tokens)))
+        emit = functools.partial(self._send, rid)
+        if (limit := answer_budget(len(tokens), job, self._context_tokens, emit)) is None:
             return None
-        self._send(rid, "prompt", prompt)
-        limit = min(job.max_tokens, self._context_tokens - prompt)
         logits, prefilled = self._prefill(tokens)
         row = _Row(
             rid, limit, self._tokenizer.create_stream(), StopScan(job.stops),

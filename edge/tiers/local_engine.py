@@ -20,14 +20,14 @@ and the turn's end (``TURN_FINISHED``, which follows a cancel too) sends ``done`
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from edge.tiers.local_worker import Job, StopScan, prompt_tokens
+from edge.tiers.local_worker import Job, OwnedLoop, StopScan, answer_budget, prompt_tokens
 
 Send = Callable[[int, str, Any], None]
 
@@ -45,27 +45,16 @@ class _Turn:
     stopped: bool = False  # the edge asked it to stop (its client left)
 
 
-class EngineRunner:
+class EngineRunner(OwnedLoop):
     """``og.Engine`` on its owner thread; ``submit`` and ``stop`` may be called from any."""
+
+    thread_name = "edge-engine"
 
     def __init__(self, model: Any, tokenizer: Any, context_tokens: int, send: Send) -> None:
         self._model, self._tokenizer = model, tokenizer
         self._context_tokens = context_tokens
         self._send = send
-        self._inbox: queue.Queue[tuple[str, int, Job | None] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="edge-engine", daemon=True)
-        self._thread.start()
-
-    def submit(self, rid: int, job: Job) -> None:
-        self._inbox.put(("generate", rid, job))
-
-    def stop(self, rid: int) -> None:
-        self._inbox.put(("stop", rid, None))
-
-    def close(self) -> None:
-        """Every running turn is cancelled, and the owner thread ends."""
-        self._inbox.put(None)
-        self._thread.join()
+        self._start()  # close(): every running turn is cancelled
 
     def _run(self) -> None:
         import onnxruntime_genai as og
@@ -133,12 +122,9 @@ class EngineRunner:
         import numpy as np
 
         tokens = prompt_tokens(self._tokenizer, job)
-        prompt = len(tokens)
-        if prompt >= self._context_tokens:
-            self._send(rid, "error", ("prompt_too_long", (prompt, self._context_tokens)))
+        emit = functools.partial(self._send, rid)
+        if (limit := answer_budget(len(tokens), job, self._context_tokens, emit)) is None:
             return None
-        self._send(rid, "prompt", prompt)
-        limit = min(job.max_tokens, self._context_tokens - prompt)
         request = engine.create_request()
         options = og.TurnOptions(request)
         options.set_max_generated_tokens(limit)

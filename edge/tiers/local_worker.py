@@ -20,6 +20,7 @@ the edge.
 from __future__ import annotations
 
 import json
+import queue
 import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -172,12 +173,10 @@ def _generate(
     import onnxruntime_genai as og
 
     tokens = prompt_tokens(tokenizer, job)
-    prompt = len(tokens)
-    if prompt >= context_tokens:
-        emit("error", ("prompt_too_long", (prompt, context_tokens)))
+    limit = answer_budget(len(tokens), job, context_tokens, emit)
+    if limit is None:
         return
-    emit("prompt", prompt)
-    limit = min(job.max_tokens, context_tokens - prompt)
+    prompt = len(tokens)
     params = og.GeneratorParams(model)
     options: dict[str, Any] = {
         "max_length": prompt + limit,
@@ -214,6 +213,44 @@ def _generate(
     if not cut and not stop.is_set() and (held := scan.flush()):
         emit("piece", held)  # a held tail that turned out not to start a stop string
     emit("done", (count, finish, stop.is_set()))
+
+
+Message = tuple[str, int, "Job | None"]
+
+
+class OwnedLoop:
+    """A batching loop on its own thread, fed through an inbox: ``submit`` and ``stop`` may
+    be called from any thread; ``close`` puts None in the inbox and waits for the loop."""
+
+    thread_name = "edge-batch"
+
+    def _start(self) -> None:
+        self._inbox: queue.Queue[Message | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def submit(self, rid: int, job: Job) -> None:
+        self._inbox.put(("generate", rid, job))
+
+    def stop(self, rid: int) -> None:
+        self._inbox.put(("stop", rid, None))
+
+    def close(self) -> None:
+        self._inbox.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+def answer_budget(prompt: int, job: Job, context_tokens: int, emit: Any) -> int | None:
+    """How many tokens the answer may have (``prompt`` sent), or None when the prompt fills
+    the window (``prompt_too_long`` sent)."""
+    if prompt >= context_tokens:
+        emit("error", ("prompt_too_long", (prompt, context_tokens)))
+        return None
+    emit("prompt", prompt)
+    return min(job.max_tokens, context_tokens - prompt)
 
 
 def prompt_tokens(tokenizer: Any, job: Job) -> Any:

@@ -18,6 +18,7 @@ from edge.tiers.local_batch import StepRunner
 from edge.tiers.local_model import ProviderUnavailable, batching_mode
 from edge.tiers.local_worker import Job
 from edge.tiers.sampling import Sampler
+from tests.edge.fakes import RefusingTokenizer
 
 CONFIG = {
     "model": {
@@ -167,18 +168,7 @@ def test_a_late_request_joins_the_running_batch_at_the_next_step(folder: Path) -
 def test_a_request_the_runner_cannot_take_fails_alone(folder: Path) -> None:
     import onnxruntime_genai as og
 
-    tokenizer = og.Tokenizer(og.Config(str(folder)))
-
-    class Refusing:  # the real tokenizer, refusing one prompt
-        def __getattr__(self, name: str) -> object:
-            return getattr(tokenizer, name)
-
-        def apply_chat_template(self, messages: str, **kw: object) -> object:
-            if "boom" in messages:
-                raise ValueError("cannot template this")
-            return tokenizer.apply_chat_template(messages, **kw)
-
-    r = Runner(folder, tokenizer=Refusing())
+    r = Runner(folder, tokenizer=RefusingTokenizer(og.Tokenizer(og.Config(str(folder)))))
     try:
         r.runner.submit(1, job("boom"))
         r.runner.submit(2, job("Say hi."))

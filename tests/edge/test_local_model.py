@@ -28,6 +28,7 @@ from edge.tiers.local_model import (
 )
 from edge.tiers.local_worker import StopScan
 from shared.schemas import ChatCompletionRequest
+from tests.edge.fakes import RefusingTokenizer
 
 
 def test_the_cpu_is_always_there() -> None:
@@ -336,17 +337,8 @@ def test_a_request_the_engine_cannot_take_fails_alone(models_dir: Path) -> None:
     folder = models_dir / "smollm2-135m-instruct-onnx-int8"
     model, tokenizer = load_model(Options(str(folder), 1, "cpu", 2, 2048), {})
 
-    class Refusing:  # the real tokenizer, refusing one prompt
-        def __getattr__(self, name: str) -> object:
-            return getattr(tokenizer, name)
-
-        def apply_chat_template(self, messages: str, **kw: object) -> object:
-            if "boom" in messages:
-                raise ValueError("cannot template this")
-            return tokenizer.apply_chat_template(messages, **kw)
-
     sent: queue.Queue[tuple[int, str, object]] = queue.Queue()
-    runner = EngineRunner(model, Refusing(), 2048, lambda *m: sent.put(m))
+    runner = EngineRunner(model, RefusingTokenizer(tokenizer), 2048, lambda *m: sent.put(m))
 
     def job(text: str) -> Job:
         return Job([{"role": "user", "content": text}], None, 4, 0.0, 1.0, None, None, 1.1)
