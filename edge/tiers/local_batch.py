@@ -72,6 +72,7 @@ class StepRunner(OwnedLoop):
     """The decode loop on its own thread; ``submit`` and ``stop`` may be called from any."""
 
     thread_name = "edge-steps"
+    seeds = True  # each row samples from its own seeded generator
 
     def __init__(
         self,
@@ -100,7 +101,7 @@ class StepRunner(OwnedLoop):
         self._send = send
         self._head = template_head(tokenizer)
         self._head_cache: list[np.ndarray] = []  # computed at its first use
-        self._bound: tuple[tuple[int, int, int], Any] | None = None  # (rows, buffers), binding
+        self._bound: tuple[tuple[int, int], Any] | None = None  # (rows, capacity), binding
         self._start()  # close(): every running request ends (done, stopped)
 
     def _run(self) -> None:
@@ -212,7 +213,8 @@ class StepRunner(OwnedLoop):
         self._session.run_with_iobinding(binding)
         for i in range(n):
             cache.lengths[i] += 1
-        return np.asarray(binding.get_outputs()[0].numpy())[:, -1]
+        logits: np.ndarray = binding.get_outputs()[0].numpy()
+        return logits[:, -1]
 
     def _binding(self, cache: Rows) -> Any:
         """The step's binding: the cache buffers' first ``n`` rows, as both the cache input
@@ -220,7 +222,7 @@ class StepRunner(OwnedLoop):
         cache). Kept while the rows and the buffers stay the same."""
         import onnxruntime as ort
 
-        key = (cache.n, id(cache.buffers[0]), cache.capacity)
+        key = (cache.n, cache.capacity)  # the buffers change only when the capacity does
         if self._bound is not None and self._bound[0] == key:
             return self._bound[1]
         binding = self._session.io_binding()

@@ -94,10 +94,9 @@ def serve(conn: Connection, options: Options) -> None:
                     runner.stop(message[1])
                 continue
             _, rid, job = message
-            # steps (no og.Model) takes every request: each row samples with its own seed.
             # og.Engine samples with a seed only with dynamic batching (not on the CPU):
-            # such a request runs on its own generator, as without batching.
-            if runner is not None and (model is None or job.seed is None or job.temperature == 0):
+            # there such a request runs on its own generator, as without batching.
+            if runner is not None and (runner.seeds or job.seed is None or job.temperature == 0):
                 runner.submit(rid, job)
                 continue
             stops[rid] = threading.Event()
@@ -223,6 +222,7 @@ class OwnedLoop:
     be called from any thread; ``close`` puts None in the inbox and waits for the loop."""
 
     thread_name = "edge-batch"
+    seeds = False  # whether it takes seeded samples (else they run on their own generator)
 
     def _start(self) -> None:
         self._inbox: queue.Queue[Message | None] = queue.Queue()

@@ -60,17 +60,33 @@ class Sampler:
         logits[self._seen_ids] = np.where(seen > 0, seen / p, seen * p)
 
     def _sample(self, logits: np.ndarray) -> int:
-        scaled = logits.astype(np.float64) / self.temperature
+        scaled = logits / np.float32(self.temperature)
+        keep: np.ndarray | None = None  # the candidates' token ids (None: the vocabulary)
         if self.top_k and self.top_k < scaled.size:
             keep = np.argpartition(-scaled, self.top_k - 1)[: self.top_k]
-        else:
-            keep = np.arange(scaled.size)
-        probs = np.exp(scaled[keep] - scaled[keep].max())
-        probs /= probs.sum()
+            scaled = scaled[keep]
+        weights = np.exp(scaled - scaled.max(), dtype=np.float64)  # unnormalised
         if self.top_p < 1.0:
-            order = np.argsort(-probs)
-            # The smallest set whose mass reaches top_p (its first token always kept).
-            upto = int(np.searchsorted(np.cumsum(probs[order]), self.top_p)) + 1
-            order = order[:upto]
-            keep, probs = keep[order], probs[order] / probs[order].sum()
-        return int(keep[self.rng.choice(probs.size, p=probs)])
+            chosen = nucleus(weights, self.top_p)
+            keep = chosen if keep is None else keep[chosen]
+            weights = weights[chosen]
+        # Inverse CDF, one uniform draw (rng.choice with p costs ~1.5 ms over a vocabulary).
+        cdf = np.cumsum(weights)
+        i = min(int(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right")), cdf.size - 1)
+        return int(i if keep is None else keep[i])
+
+
+def nucleus(weights: np.ndarray, top_p: float, look: int = 256) -> np.ndarray:
+    """Indices of the smallest set of most likely tokens whose share of ``weights`` reaches
+    ``top_p`` (the first always kept), most likely first. Sorted among the ``look`` most
+    likely only when they already hold ``top_p``: the nucleus is then among them, and a
+    step does not sort a whole vocabulary per row (~3 ms)."""
+    need = top_p * float(weights.sum())
+    top = np.arange(weights.size)
+    if look < weights.size:
+        best = np.argpartition(-weights, look - 1)[:look]
+        if float(weights[best].sum()) >= need:
+            top = best
+    order = top[np.argsort(-weights[top], kind="stable")]
+    upto = int(np.searchsorted(np.cumsum(weights[order]), need)) + 1
+    return order[:upto]

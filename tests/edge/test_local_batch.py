@@ -17,7 +17,7 @@ from edge.tiers.kv_rows import Graph, Rows
 from edge.tiers.local_batch import StepRunner
 from edge.tiers.local_model import ProviderUnavailable, batching_mode
 from edge.tiers.local_worker import Job
-from edge.tiers.sampling import Sampler
+from edge.tiers.sampling import Sampler, nucleus
 from tests.edge.fakes import RefusingTokenizer
 
 CONFIG = {
@@ -95,6 +95,22 @@ def test_a_seeded_sample_repeats_and_top_k_or_top_p_narrow_it() -> None:
     assert set(draws(top_k=1)) == {best} and set(draws(top_p=1e-6)) == {best}
     top3 = set(np.argsort(-logits)[:3].tolist())
     assert set(draws(top_k=3)) <= top3
+
+
+def test_the_nucleus_is_the_full_sorts_whether_or_not_the_likeliest_few_hold_it() -> None:
+    rng = np.random.default_rng(1)
+
+    def full_sort(weights: np.ndarray, top_p: float) -> list[int]:
+        order = np.argsort(-weights, kind="stable")
+        need = top_p * weights.sum()
+        return order[: int(np.searchsorted(np.cumsum(weights[order]), need)) + 1].tolist()
+
+    peaked = np.exp(rng.normal(size=5000) * 2)
+    peaked[rng.choice(5000, 10, replace=False)] *= 1e6  # the first 256 hold the nucleus
+    flat = np.exp(rng.normal(size=5000) * 0.1)  # they do not: the whole vocabulary is sorted
+    for weights in (peaked, flat):
+        for top_p in (0.5, 0.9, 0.99):
+            assert nucleus(weights, top_p).tolist() == full_sort(weights, top_p)
 
 
 def test_auto_batching_is_steps_on_the_cpu_and_steps_refuses_another_provider() -> None:
