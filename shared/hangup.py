@@ -14,21 +14,64 @@ connection ends as soon as the work it still carries has ended (Hypercorn alread
 that work's app the client is gone). Hypercorn's runner builds its
 ``TCPServer`` by name, so ``install`` swaps in the subclass there; it does so only for the
 internals it was written against, and otherwise leaves Hypercorn as it is.
+
+The same connection class also stamps when each read arrived (``received``), before
+Hypercorn parses it: the ASGI app's task for a request is spawned while that read is
+handled, so it inherits the stamp with its context, and the edge's overhead figure counts
+from the bytes' arrival, Hypercorn's parsing and the wait for the event loop included.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import time
+from typing import Any
 
 from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.tcp_server import TCPServer
-from hypercorn.events import Event, Updated
+from hypercorn.events import Event, RawData, Updated
 
 log = logging.getLogger("edgecore.serve")
+
+_received: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "edgecore_received", default=None
+)
+
+
+def received() -> float | None:
+    """``perf_counter`` when the read that completed this request's headers arrived (for
+    most requests their first and only read); None when it was not served through
+    ``EndOnHangup`` (an in-process test client, another server)."""
+    return _received.get()
+
+
+class _Stamped:
+    """Hypercorn's protocol for one connection, stamping each read before handling it."""
+
+    def __init__(self, protocol: Any) -> None:
+        self.protocol = protocol
+
+    async def initiate(self) -> None:
+        await self.protocol.initiate()
+
+    async def handle(self, event: Event) -> None:
+        if isinstance(event, RawData):
+            _received.set(time.perf_counter())
+        await self.protocol.handle(event)
 
 
 class EndOnHangup(TCPServer):
     _hung_up = False
+
+    # ``TCPServer.run`` assigns its protocol here; the app tasks it spawns see the stamp.
+    @property
+    def protocol(self) -> Any:
+        return self._protocol
+
+    @protocol.setter
+    def protocol(self, value: Any) -> None:
+        self._protocol = _Stamped(value)
 
     async def _read_data(self) -> None:
         await super()._read_data()  # returns on EOF or a read error
@@ -49,6 +92,7 @@ def _fits(server: type[TCPServer]) -> bool:
         and callable(getattr(server, "protocol_send", None))
         and init is not None
         and "idle_task" in init.co_names
+        and "protocol" in getattr(server.run, "__code__", init).co_names
     )
 
 

@@ -7,15 +7,18 @@ import time
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from shared import hangup
+
 
 class TierHeaders:
     """Make sure every API response names its tier and the edge's overhead.
 
     The outermost layer: it stamps the request's arrival (``scope["state"]["arrived"]``),
     from which every answer counts its overhead, so the other middleware, body reading and
-    validation are inside the figure. Answers set their own headers; anything else
-    (validation errors, 404s) was answered by the edge alone, so the whole time to the first
-    byte is overhead.
+    validation are inside the figure. Served by ``shared.serve``, the arrival is when the
+    request's bytes were read, before Hypercorn parsed them (``shared.hangup.received``).
+    Answers set their own headers; anything else (validation errors, 404s) was answered by
+    the edge alone, so the whole time to the first byte is overhead.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -25,7 +28,7 @@ class TierHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
+        started = hangup.received() or time.perf_counter()
         scope.setdefault("state", {})["arrived"] = started
 
         async def send_with_headers(message: Message) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -87,9 +88,14 @@ async def _hello(request: Request) -> PlainTextResponse:
     return PlainTextResponse("hello")
 
 
+async def _stamps(request: Request) -> PlainTextResponse:
+    """When the server read this request, and when the app began (one clock: one process)."""
+    return PlainTextResponse(f"{hangup.received()!r} {time.perf_counter()!r}")
+
+
 @contextlib.asynccontextmanager
 async def _server(port: int) -> AsyncIterator[str]:
-    app = Starlette(routes=[Route("/", _hello)])
+    app = Starlette(routes=[Route("/", _hello), Route("/stamps", _stamps)])
     stop = asyncio.Event()
     server = asyncio.create_task(serve(app, hypercorn_config("127.0.0.1", port), stop.wait))
     url = f"http://127.0.0.1:{port}/"
@@ -157,3 +163,37 @@ def test_an_unknown_hypercorn_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(hangup.hypercorn_run, "TCPServer", Other)
     assert not hangup.install()
     assert hangup.hypercorn_run.TCPServer is Other
+
+
+def test_a_request_is_stamped_when_its_bytes_are_read_before_the_app_runs() -> None:
+    """The edge's overhead counts from the read (``TierHeaders``), Hypercorn's parsing and
+    the wait for the loop included: the stamp lies between the client's last write and the
+    app's start, on HTTP/1.1 (one request split over two writes) and on h2c."""
+    port = free_port()
+
+    async def main() -> list[tuple[float, str]]:
+        seen: list[tuple[float, str]] = []
+        async with _server(port) as url:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /stamps HTTP/1.1\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            sent = time.perf_counter()
+            writer.write(b"host: x\r\n\r\n")
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            seen.append((sent, (await reader.readexactly(length)).decode()))
+            writer.close()
+            await writer.wait_closed()
+            async with httpx.AsyncClient(http1=False, http2=True) as client:
+                for _ in range(3):  # a new stream on the same connection each time
+                    sent = time.perf_counter()
+                    r = await client.get(url + "stamps")
+                    assert r.http_version == "HTTP/2"
+                    seen.append((sent, r.text))
+        return seen
+
+    assert hangup.install()
+    for sent, text in asyncio.run(main()):
+        read, began = (float(x) for x in text.split())  # "None" fails here: no stamp
+        assert sent <= read <= began, (sent, read, began)
