@@ -22,6 +22,7 @@ the record's ``source``), the core with ``note()``. Probes and scrapes (``/healt
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import json
 import logging
@@ -43,6 +44,7 @@ _current: contextvars.ContextVar[AccessRecord | None] = contextvars.ContextVar(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # a line per request, from a few tenants
 def hash_tenant(name: str | None) -> str | None:
     if not name:
         return None

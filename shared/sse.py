@@ -40,23 +40,24 @@ class SSEDecoder:
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = text.endswith("\r")
-        self._buf += text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        # One split per chunk, not a slice of the buffer per line: this runs for every
+        # chunk a relay forwards.
+        lines = (self._buf + text).split("\n")
+        self._buf = lines.pop()  # an unfinished line waits for the next chunk
         events: list[str] = []
-        while True:
-            nl = self._buf.find("\n")
-            if nl < 0:
-                break
-            line, self._buf = self._buf[:nl], self._buf[nl + 1 :]
-            if line == "":
+        for line in lines:
+            if not line:
                 if self._data:
                     events.append("\n".join(self._data))
                     self._data = []
-                continue
-            if line.startswith(":"):
-                continue
-            field, _, value = line.partition(":")
-            if field == "data":
+            elif line.startswith("data:"):
+                value = line[5:]
                 self._data.append(value[1:] if value.startswith(" ") else value)
+            elif line == "data":
+                self._data.append("")
+            # comments (":...") and other fields are ignored
         return events
 
     def close(self) -> list[str]:

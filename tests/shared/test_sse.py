@@ -1,5 +1,30 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
 from shared import sse
 from shared.completions import StreamAccumulator
+
+_LINES = st.lists(
+    st.sampled_from(["data: a", "data:b", "data", "data:  c", ": note", "event: x", "id: 1",
+                     "datax: no", ""]),
+    max_size=12,
+)  # fmt: skip
+
+
+def _spec(lines: list[str]) -> list[str]:
+    """The events of ``lines`` as the SSE spec reads them (the reference)."""
+    events: list[str] = []
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            if data:
+                events.append("\n".join(data))
+            data = []
+        elif not line.startswith(":"):
+            field, _, value = line.partition(":")
+            if field == "data":
+                data.append(value[1:] if value.startswith(" ") else value)
+    return events
 
 
 def test_encode_roundtrip() -> None:
@@ -46,3 +71,18 @@ def test_accumulator_rejects_errors_and_tools() -> None:
     acc = StreamAccumulator()
     acc.add('{"choices":[{"delta":{"tool_calls":[{"id":"1"}]},"finish_reason":"stop"}]}')
     assert not acc.complete
+
+
+@given(_LINES, st.sampled_from(["\n", "\r\n", "\r"]), st.lists(st.integers(0, 200), max_size=4))
+def test_any_line_ending_and_any_split_reads_as_the_spec_does(
+    lines: list[str], end: str, cuts: list[int]
+) -> None:
+    raw = "".join(line + end for line in lines).encode()
+    d = sse.SSEDecoder()
+    events: list[str] = []
+    at = 0
+    for cut in sorted(c % (len(raw) + 1) for c in cuts):
+        events += d.feed(raw[at:cut])
+        at = cut
+    events += d.feed(raw[at:])
+    assert events == _spec(lines)
