@@ -191,6 +191,8 @@ def prepare_all(
         (VERIFIER, "verifier.json", "cache verifier trained on QQP + STS-B + hard pairs"),
     ]
     t_all = time.perf_counter()
+    # Texts embedded by the cross-encoder's step, read by the verifier's (text_vectors).
+    vectors = models / ".text-vectors.npz"
     find_or_fetch_pairs(home, fetch_url)
     print(describe_cache_data(), flush=True)
     for i, (name, marker, title) in enumerate(steps, 1):
@@ -218,7 +220,7 @@ def prepare_all(
                 chosen = models / f"{CROSS_ENCODER}.pairs.json"
                 _run([sys.executable, "-m", "tools.prepare.train_pairs", str(qqp), str(models),
                       str(chosen), "--hard-per-kind", str(HARD_PER_KIND[budget]),
-                      *CROSS_ENCODER_PAIRS[budget]])  # fmt: skip
+                      "--vectors", str(vectors), *CROSS_ENCODER_PAIRS[budget]])  # fmt: skip
                 _run([str(python), str(_HERE / "cross_encoder_train.py"), str(chosen),
                       str(weights), *CROSS_ENCODER_ARGS[budget]])  # fmt: skip
                 _run([str(python), str(_HERE / "cross_encoder_export.py"), str(weights),
@@ -241,11 +243,13 @@ def prepare_all(
                 if not needed.exists():
                     print(f"{prefix}: skipped, no training data at {needed} (the edge {without})")
                     continue
-                extra = ["--budget", budget] if name == VERIFIER else []
+                extra = ["--budget", budget, "--vectors", str(vectors)] if name == VERIFIER else []
                 if name == ROUTER and router_pair is not None:
                     extra = ["--small", router_pair[0], "--large", router_pair[1]]
                 _run([sys.executable, "-m", f"tools.prepare.{module}", str(data), str(models),
                       *extra])  # fmt: skip
+                if name == VERIFIER:  # the last step that reads them
+                    vectors.unlink(missing_ok=True)
         except subprocess.CalledProcessError as exc:
             print(f"{prefix}: FAILED (exit {exc.returncode})", file=sys.stderr, flush=True)
             return 1

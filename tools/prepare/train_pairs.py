@@ -12,7 +12,10 @@ same choice with fp32 torch in the preparation environment took 541 s of the ful
 2 cores (docs/models.md, the build's time).
 
     python -m tools.prepare.train_pairs QQP.jsonl MODELS_DIR OUT.json \\
-        --hard-per-kind N [--pairs-limit N] [--min-cosine C]
+        --hard-per-kind N [--pairs-limit N] [--min-cosine C] [--vectors VECTORS]
+
+With ``--vectors``, the texts it embedded are kept there for the verifier's step, which
+embeds most of them again (``text_vectors``).
 
 OUT.json holds ``{"rows": [[text_a, text_b, label], ...], "meta": {...}}``.
 """
@@ -30,6 +33,7 @@ import numpy as np
 
 from tools.prepare.hard_pairs import generate
 from tools.prepare.pair_split import split
+from tools.prepare.text_vectors import TextVectors
 
 Row = tuple[str, str, int]
 SEED = 0
@@ -68,17 +72,26 @@ def main() -> None:
     ap.add_argument("--pairs-limit", type=int, default=None)
     ap.add_argument("--hard-per-kind", type=int, default=3000, help="generated pairs per rule")
     ap.add_argument("--min-cosine", type=float, default=0.0, help="only pairs this close (0: all)")
+    ap.add_argument("--vectors", type=Path, default=None, help="keep the texts' vectors here")
     args = ap.parse_args()
 
     rows = load_train_pairs(args.pairs, args.pairs_limit, SEED, args.hard_per_kind)
     if args.min_cosine > 0:
         t = time.perf_counter()
-        embedder = Embedder(args.models_dir / "all-minilm-l6-v2-onnx", threads=1)
-        rows = near(
-            rows,
-            lambda texts: embedder.embed_on_threads([f"user: {x}" for x in texts]),
-            args.min_cosine,
-        )
+        embedder_dir = args.models_dir / "all-minilm-l6-v2-onnx"
+        embedder = Embedder(embedder_dir, threads=1)
+        kept = TextVectors.load(args.vectors, embedder_dir)
+
+        def embed(texts: list[str]) -> np.ndarray:
+            # A run per core, each text alone and as the edge embeds a one-turn prompt.
+            found = kept.embed(
+                texts, lambda chunk: embedder.embed_on_threads([f"user: {x}" for x in chunk])
+            )
+            return np.stack([found[t] for t in texts]) if texts else np.zeros((0, embedder.dim))
+
+        rows = near(rows, embed, args.min_cosine)
+        if args.vectors is not None:
+            kept.save(args.vectors)
         print(f"  cosine >= {args.min_cosine}: {time.perf_counter() - t:.0f}s", flush=True)
     meta = {
         "pairs": str(len(rows)),

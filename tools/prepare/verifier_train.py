@@ -35,6 +35,7 @@ from edge.embedder import Embedder
 from tools.prepare import BUDGETS, HARD_PER_KIND, VERIFIER_RECIPE
 from tools.prepare.hard_pairs import generate
 from tools.prepare.pair_split import split
+from tools.prepare.text_vectors import TextVectors
 
 SEEDS = (0, 1, 2, 3, 4)  # ensemble members: averaging seeds lifts recall at high precision
 HIDDEN = (256, 64)
@@ -65,21 +66,11 @@ def load_pairs(data_dir: Path, hard_per_kind: int = 0) -> list[dict[str, object]
     return rows
 
 
-def embed_all(embedder: Embedder, texts: list[str]) -> dict[str, np.ndarray]:
-    ordered = sorted(set(texts))  # one fixed order, whatever the input order
-    vectors: dict[str, np.ndarray] = {}
-    t = time.perf_counter()
-    step = 25_600
-    for i in range(0, len(ordered), step):
-        chunk = ordered[i : i + step]
-        found = embedder.embed_on_threads([f"user: {x}" for x in chunk])  # a run per core
-        vectors.update(zip(chunk, found, strict=True))
-        print(f"  embedded {i + len(chunk)}/{len(ordered)} ({time.perf_counter() - t:.0f}s)",
-              flush=True)  # fmt: skip
-    return vectors
-
-
-def train(data_dir: Path, models_dir: Path, budget: str = "full") -> dict[str, object]:
+def train(
+    data_dir: Path, models_dir: Path, budget: str = "full", vectors: Path | None = None
+) -> dict[str, object]:
+    """``vectors``: texts the build embedded before with the same embedder (``text_vectors``),
+    read instead of embedded again."""
     from sklearn.neural_network import MLPClassifier  # type: ignore[import-untyped]
 
     rows = load_pairs(data_dir, HARD_PER_KIND[budget])
@@ -90,10 +81,14 @@ def train(data_dir: Path, models_dir: Path, budget: str = "full") -> dict[str, o
             for r in rows
         ]
     )
-    embedder = Embedder(models_dir / "all-minilm-l6-v2-onnx", threads=1)
+    embedder_dir = models_dir / "all-minilm-l6-v2-onnx"
+    embedder = Embedder(embedder_dir, threads=1)
     texts = [str(r[k]) for r in rows for k in ("text_a", "text_b")]
     print(f"  {len(rows)} pairs, {len(set(texts))} distinct texts", flush=True)
-    vec = embed_all(embedder, texts)
+    # A run per core, each text alone and as the edge embeds a one-turn prompt.
+    vec = TextVectors.load(vectors, embedder_dir).embed(
+        texts, lambda chunk: embedder.embed_on_threads([f"user: {x}" for x in chunk])
+    )
     pairs = [(str(r["text_a"]), str(r["text_b"])) for r in rows]
     x = np.stack([pair_features(vec[a], vec[b], a, b) for a, b in pairs])
     y = np.array([int(r["label"]) for r in rows])  # type: ignore[call-overload]
@@ -185,5 +180,6 @@ if __name__ == "__main__":
     ap.add_argument("data", type=Path)
     ap.add_argument("models", type=Path)
     ap.add_argument("--budget", choices=BUDGETS, default="full")
+    ap.add_argument("--vectors", type=Path, default=None, help="texts embedded before")
     args = ap.parse_args()
-    train(args.data, args.models, args.budget)
+    train(args.data, args.models, args.budget, args.vectors)
