@@ -1,14 +1,16 @@
 """Fake OpenAI-compatible upstreams, for the benchmarks and the tests (the one place they live).
 
-    .venv/bin/python -m bench.fake_upstream PORT [--tokens 20]
+    .venv/bin/python -m bench.fake_upstream PORT [--tokens 20] [--gap-ms 0]
     .venv/bin/python -m bench.fake_upstream PORT --status 429
     .venv/bin/python -m bench.fake_upstream PORT --kind stalling-core|engine
 
 ``fast`` (the default, ``make_app``): ``POST /v1/chat/completions`` answers ``--tokens``
 chunks of chat SSE with no delay (then a usage chunk when ``stream_options.include_usage``
 asks for one, then ``[DONE]``), or one JSON body when ``stream`` is false, to isolate proxy
-cost. ``/readyz``, ``/healthz``, ``/health``, ``/v1/models`` and ``/metrics`` (vLLM's load
-gauges, all idle, so the core's balancer can poll it like an engine) answer too.
+cost. With ``--gap-ms``, the chunks come that far apart, each on its own, as an engine's
+tokens do (a proxy's cost per token, not per request). ``/readyz``, ``/healthz``,
+``/health``, ``/v1/models`` and ``/metrics`` (vLLM's load gauges, all idle, so the core's
+balancer can poll it like an engine) answer too.
 
 ``--status S`` (``error_app``): a core that always answers status S (with ``retry-after``),
 injecting faults the real core can't on demand; ``/calls`` counts its chat requests.
@@ -129,8 +131,8 @@ def _text(path: str, text: str) -> Route:
     return Route(path, answer)
 
 
-def make_app(tokens: int) -> Starlette:
-    """Answers ``tokens`` chunks at once (the benchmarks' upstream)."""
+def make_app(tokens: int, gap_s: float = 0.0) -> Starlette:
+    """Answers ``tokens`` chunks at once, or ``gap_s`` apart (the benchmarks' upstream)."""
     words = [f" w{i}" for i in range(tokens)]
 
     async def chat(request: Request) -> Response:
@@ -145,6 +147,8 @@ def make_app(tokens: int) -> Starlette:
         async def events() -> AsyncIterator[bytes]:
             yield chunk(model, {"role": "assistant", "content": ""}, cid=cid, created=created)
             for i, word in enumerate(words):
+                if gap_s:
+                    await asyncio.sleep(gap_s)
                 finish = "stop" if i == tokens - 1 else None
                 yield chunk(model, {"content": word}, finish, cid=cid, created=created)
             if include_usage:
@@ -316,6 +320,7 @@ def main() -> None:
     )
     parser.add_argument("port", type=int)
     parser.add_argument("--tokens", type=int, default=20, help="content chunks per answer")
+    parser.add_argument("--gap-ms", type=float, default=0.0, help="between content chunks")
     parser.add_argument("--status", type=int, help="always answer this status (error_app)")
     parser.add_argument("--kind", choices=("fast", "stalling-core", "engine"), default="fast")
     args = parser.parse_args()
@@ -323,7 +328,7 @@ def main() -> None:
     if args.status is not None:
         run(error_app(args.status), config)
     elif args.kind == "fast":
-        run(make_app(args.tokens), config)
+        run(make_app(args.tokens, args.gap_ms / 1000.0), config)
     else:
         app = stalling_core() if args.kind == "stalling-core" else engine()
         run(app, hypercorn_config("127.0.0.1", args.port, graceful_timeout=1.0))

@@ -1,7 +1,7 @@
 """Forward-path overhead: the edge vs LiteLLM's proxy vs straight to the upstream.
 
     .venv/bin/python -m bench.forward_overhead [--requests 400] [--vllm-requests 32]
-        [--clients 1,16,64] [--upstream fake,vllm] [--baseline REF] [--profile]
+        [--clients 1,16,64] [--upstream fake,vllm] [--baseline REF] [--profile] [--gap-ms 0]
 
 Three paths to the same upstream, in the same run, at 1, 16 and 64 concurrent streaming
 clients (HTTP/1.1 from this process; every request streams, ``max_tokens`` 20):
@@ -21,7 +21,8 @@ before and after from one run. ``--profile`` samples the edge with py-spy over t
 upstream's whole run (``forward_overhead.edge.svg``, a flame graph of forwarded streams).
 
 Two upstreams: ``fake`` (bench/fake_upstream.py streams 20 tokens with no delay, to isolate
-proxy cost) and ``vllm`` (``edgecore up``: the core and its vLLM engine, SmolLM2 on CPU;
+proxy cost; with ``--gap-ms``, that far apart, so each token is relayed on its own, as from
+an engine) and ``vllm`` (``edgecore up``: the core and its vLLM engine, SmolLM2 on CPU;
 fewer requests). Reports TTFT and total time p50/p95/p99 per path, the overhead of each
 proxy (its percentile minus the direct path's at the same concurrency), requests/s, and
 requests per CPU-second of the proxy process (psutil: user + system time of the process
@@ -209,14 +210,15 @@ def fake_upstream(
     requests: int,
     ref: str | None = None,
     profile: Path | None = None,
+    gap_ms: float = 0.0,
 ) -> dict[str, Any]:
     with ExitStack() as es:
         port = free_port()
         upstream = f"http://127.0.0.1:{port}"
-        progress(f"starting the fake upstream on :{port} ...")
+        progress(f"starting the fake upstream on :{port} (tokens {gap_ms} ms apart) ...")
         es.enter_context(
             child(
-                [sys.executable, "-m", "bench.fake_upstream", str(port)],
+                [sys.executable, "-m", "bench.fake_upstream", str(port), "--gap-ms", str(gap_ms)],
                 tmp / "fake.log",
                 ready=upstream + "/readyz",
             )
@@ -307,6 +309,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clients", default="1,16,64", help="concurrency levels")
     parser.add_argument("--upstream", default="fake,vllm", help="fake, vllm or both")
     parser.add_argument(
+        "--gap-ms", type=float, default=0.0,
+        help="the fake upstream's tokens this far apart, each its own chunk (cost per token)",
+    )  # fmt: skip
+    parser.add_argument(
         "--baseline", default=None, metavar="REF",
         help="also measure an edge at this commit (fake upstream): before and after, one run",
     )  # fmt: skip
@@ -327,6 +333,7 @@ def run_all(args: argparse.Namespace) -> Results:
     results: dict[str, Any] = {
         "clients": clients,
         "max_tokens": MAX_TOKENS,
+        "gap_ms": args.gap_ms,
         "model": MODEL,
         "logs": str(tmp),
         "upstreams": {},
@@ -335,7 +342,9 @@ def run_all(args: argparse.Namespace) -> Results:
         progress(f"== upstream: {upstream}")
         if upstream == "fake":
             profile = _profile_path(args) if args.profile else None
-            data = fake_upstream(tmp, clients, args.requests, args.baseline, profile)
+            data = fake_upstream(
+                tmp, clients, args.requests, args.baseline, profile, gap_ms=args.gap_ms
+            )
             if profile is not None:
                 results["flame_graph"] = str(profile)
             if args.baseline:
