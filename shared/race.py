@@ -110,6 +110,23 @@ async def batches(
         watcher.add_done_callback(lambda _: wake.set())
     loop = asyncio.get_running_loop()
     heard = loop.time()
+    # One timer for the silences, re-armed when it fires, not on every chunk: a token a
+    # chunk, arming and cancelling a timeout per wait was a third of this loop's cost.
+    due: float | None = None  # when the wait under way times out (None: not waiting)
+    timer: asyncio.TimerHandle | None = None
+    timed_out = False
+
+    def ring() -> None:
+        nonlocal timer, timed_out
+        timer = None
+        if due is None:
+            return  # nobody waits: the next wait arms again
+        if loop.time() < due:
+            timer = loop.call_at(due, ring)  # the wait moved on since this was armed
+            return
+        timed_out = True
+        wake.set()
+
     try:
         while True:
             if not (buf or ended or (stop is not None and stop.is_set())):
@@ -118,12 +135,21 @@ async def batches(
                     left = heard + idle_s - loop.time()
                     wait = left if wait is None else min(wait, left)
                 wake.clear()
+                timed_out = False
+                if wait is not None:
+                    due = loop.time() + max(wait, 0.0)
+                    if timer is not None and timer.when() > due:
+                        timer.cancel()
+                        timer = None
+                    if timer is None:
+                        timer = loop.call_at(due, ring)
                 try:
-                    async with asyncio.timeout(None if wait is None else max(wait, 0.0)):
-                        await wake.wait()
-                except TimeoutError:
+                    await wake.wait()
+                finally:
+                    due = None
+                if timed_out and not (buf or ended or (stop is not None and stop.is_set())):
                     if idle_s is not None and loop.time() - heard >= idle_s:
-                        raise (stalled or TimeoutError)() from None
+                        raise (stalled or TimeoutError)()
                     yield None
                     continue
             if buf:
@@ -143,6 +169,8 @@ async def batches(
             else:
                 raise stopped()
     finally:
+        if timer is not None:
+            timer.cancel()
         if watcher is not None:
             watcher.cancel()
         reader.cancel()
