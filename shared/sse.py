@@ -37,6 +37,8 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes | str) -> list[str]:
         text = self._utf8.decode(chunk) if isinstance(chunk, bytes) else chunk
+        if not text:  # an empty read (or half a character) must not forget a pending CR
+            return []
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = text.endswith("\r")

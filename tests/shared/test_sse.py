@@ -1,4 +1,4 @@
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from shared import sse
@@ -73,7 +73,9 @@ def test_accumulator_rejects_errors_and_tools() -> None:
     assert not acc.complete
 
 
+@settings(max_examples=500)
 @given(_LINES, st.sampled_from(["\n", "\r\n", "\r"]), st.lists(st.integers(0, 200), max_size=4))
+@example(["data: a"], "\r\n", [8, 8])  # an empty read between CR and LF (a clean clone found it)
 def test_any_line_ending_and_any_split_reads_as_the_spec_does(
     lines: list[str], end: str, cuts: list[int]
 ) -> None:
