@@ -21,10 +21,17 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 Embed = Callable[[list[str]], np.ndarray]
+
+
+def as_prompts(embedder: Any) -> Embed:
+    """``embedder`` (an ``edge.embedder.Embedder``) on texts as the edge embeds a one-turn
+    prompt, a run per core, each text alone: the one way the build's steps embed."""
+    return lambda texts: embedder.embed_on_threads([f"user: {x}" for x in texts])
 
 
 def digest(embedder_dir: Path) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 
 from tools.prepare.hard_pairs import generate
 from tools.prepare.pair_split import split
-from tools.prepare.text_vectors import TextVectors
+from tools.prepare.text_vectors import TextVectors, as_prompts
 
 Row = tuple[str, str, int]
 SEED = 0
@@ -83,10 +83,7 @@ def main() -> None:
         kept = TextVectors.load(args.vectors, embedder_dir)
 
         def embed(texts: list[str]) -> np.ndarray:
-            # A run per core, each text alone and as the edge embeds a one-turn prompt.
-            found = kept.embed(
-                texts, lambda chunk: embedder.embed_on_threads([f"user: {x}" for x in chunk])
-            )
+            found = kept.embed(texts, as_prompts(embedder))
             return np.stack([found[t] for t in texts]) if texts else np.zeros((0, embedder.dim))
 
         rows = near(rows, embed, args.min_cosine)

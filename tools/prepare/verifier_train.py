@@ -35,7 +35,7 @@ from edge.embedder import Embedder
 from tools.prepare import BUDGETS, HARD_PER_KIND, VERIFIER_RECIPE
 from tools.prepare.hard_pairs import generate
 from tools.prepare.pair_split import split
-from tools.prepare.text_vectors import TextVectors
+from tools.prepare.text_vectors import TextVectors, as_prompts
 
 SEEDS = (0, 1, 2, 3, 4)  # ensemble members: averaging seeds lifts recall at high precision
 HIDDEN = (256, 64)
@@ -85,10 +85,7 @@ def train(
     embedder = Embedder(embedder_dir, threads=1)
     texts = [str(r[k]) for r in rows for k in ("text_a", "text_b")]
     print(f"  {len(rows)} pairs, {len(set(texts))} distinct texts", flush=True)
-    # A run per core, each text alone and as the edge embeds a one-turn prompt.
-    vec = TextVectors.load(vectors, embedder_dir).embed(
-        texts, lambda chunk: embedder.embed_on_threads([f"user: {x}" for x in chunk])
-    )
+    vec = TextVectors.load(vectors, embedder_dir).embed(texts, as_prompts(embedder))
     pairs = [(str(r["text_a"]), str(r["text_b"])) for r in rows]
     x = np.stack([pair_features(vec[a], vec[b], a, b) for a, b in pairs])
     y = np.array([int(r["label"]) for r in rows])  # type: ignore[call-overload]
