@@ -56,7 +56,7 @@ from bench.common import (
 )
 from edge.cache.keys import conversation_text
 from edge.cache.match import load_matcher
-from edge.cache.store import CachedAnswer, SemanticCache
+from edge.cache.store import CachedAnswer, SemanticCache, connect
 from edge.embedder import BatchingEmbedder, Embedder
 from edge.settings import EdgeSettings
 from edge.tenancy.keys import add_key
@@ -86,7 +86,6 @@ def embed_text(prompt: str) -> str:
 
 
 async def in_process(port: int, entries: list[str], requests: int) -> dict[str, Any]:
-    from redis.asyncio import Redis
     from redisvl.extensions.cache.llm import SemanticCache as RedisVLCache
     from redisvl.utils.vectorize import CustomTextVectorizer
 
@@ -101,7 +100,7 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
     async def aembed(text: str) -> list[float]:
         return [float(x) for x in await embedder.embed(text)]
 
-    redis = Redis(port=port)
+    redis = connect(f"redis://127.0.0.1:{port}", timeout_s=settings.redis.timeout_s)  # as the edge
     ours = SemanticCache(
         redis,
         index=f"bench:ec:{uuid.uuid4().hex[:6]}",

@@ -7,7 +7,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
@@ -15,7 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from edge.cache.match import load_matcher
 from edge.cache.step import CacheStep
-from edge.cache.store import SemanticCache
+from edge.cache.store import SemanticCache, connect
 from edge.embedder import BatchingEmbedder, Embedder
 from edge.http import admin as cache_admin
 from edge.http import ops
@@ -128,11 +127,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
         keys = _key_store(settings)
         # One pool for the cache and the rate limits; connections are made lazily, so a
         # Redis that is down at start only degrades those two features.
-        redis = Redis.from_url(
-            settings.redis.url,
-            socket_timeout=settings.redis.timeout_s,
-            socket_connect_timeout=settings.redis.timeout_s,
-        )
+        redis = connect(settings.redis.url, timeout_s=settings.redis.timeout_s)
         cache: SemanticCache | None = None
         if settings.cache.enabled and embedder is not None:
             cache = SemanticCache(

@@ -23,7 +23,6 @@ import numpy as np
 from redis.asyncio import Redis
 from redis.commands.search.field import NumericField, TagField, VectorField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
-from redis.commands.search.query import Query
 from redis.exceptions import RedisError, ResponseError
 
 from edge.cache.match import Candidate, MatchPolicy, normalize
@@ -70,6 +69,18 @@ class CachedAnswer:
 
 class CacheUnavailable(Exception):
     """Redis is down or slow; the caller bypasses the cache."""
+
+
+def connect(url: str, *, timeout_s: float) -> Redis:
+    """The edge's Redis pool (the cache's and the rate limits' store), made lazily.
+
+    RESP2, not redis-py 8's default RESP3: a search reply in RESP3 is a map of maps, and
+    parsing it cost a lookup about a fifth more CPU than the flat RESP2 reply
+    (docs/benchmarks.md, "The lookup's reply parser"). Nothing here needs RESP3's pushes.
+    """
+    return Redis.from_url(
+        url, protocol=2, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+    )
 
 
 class SemanticCache:
@@ -172,44 +183,36 @@ class SemanticCache:
         """
         if not self.available:
             raise CacheUnavailable("in back-off")
-        query = (
-            Query(f"(@part:{{{partition}}} @ctx:{{{context}}})=>[KNN {self.top_k} @vec $v AS dist]")
-            .return_fields(*_FIELDS)
-            .sort_by("dist")
-            .paging(0, self.top_k)
-            .dialect(2)
-        )
         try:
             await self.ensure_index()
-            result = await self.redis.ft(self.index).search(
-                query, query_params={"v": _as_bytes(vector)}
+            reply = await self.redis.execute_command(  # type: ignore[no-untyped-call]
+                *search_command(self.index, partition, context, self.top_k, vector)
             )
         except (RedisError, OSError) as exc:
             raise self._failed(exc) from exc
-        found = [hit for doc in getattr(result, "docs", []) if (hit := self._hit(doc))]
-        return found
+        return [hit for key, fields in search_results(reply) if (hit := self._hit(key, fields))]
 
-    def _hit(self, doc: Any) -> tuple[Candidate, CachedAnswer] | None:
+    def _hit(self, key: str, fields: dict[str, str]) -> tuple[Candidate, CachedAnswer] | None:
         """A search result as a candidate and its answer; None for an entry whose TTL ran
         out between the index match and the read (it comes back without its fields)."""
-        if not all(hasattr(doc, f) for f in ("dist", "content", "finish_reason", "model")):
+        if not all(f in fields for f in ("dist", "content", "finish_reason", "model")):
             return None
-        similarity = 1.0 - float(doc.dist)
-        entry_id = doc.id.removeprefix(self.prefix)
-        packed = getattr(doc, "vec16", "")
+        similarity = 1.0 - float(fields["dist"])
+        entry_id = key.removeprefix(self.prefix)
+        packed = fields.get("vec16", "")
         candidate = Candidate(
             entry_id=entry_id,
             cosine=similarity,
-            prompt=getattr(doc, "prompt", "") or "",
+            prompt=fields.get("prompt", ""),
             vector=_unpack(packed) if similarity >= self.floor and packed else None,
-            observations=_observations(getattr(doc, "obs", "")),
+            observations=_observations(fields.get("obs")),
         )
-        usage = getattr(doc, "usage", "")
+        usage = fields.get("usage", "")
         answer = CachedAnswer(
-            content=doc.content,
-            finish_reason=doc.finish_reason,
+            content=fields["content"],
+            finish_reason=fields["finish_reason"],
             usage=json.loads(usage) if usage else None,
-            model=doc.model,
+            model=fields["model"],
             similarity=similarity,
             entry_id=entry_id,
             prompt=candidate.prompt,
@@ -279,6 +282,36 @@ class SemanticCache:
                     await self.redis.delete(*[member for member, _ in evicted])
         except (RedisError, OSError) as exc:
             raise self._failed(exc) from exc
+
+
+def search_command(
+    index: str, partition: str, context: str, top_k: int, vector: np.ndarray
+) -> tuple[str | int | bytes, ...]:
+    """FT.SEARCH for the ``top_k`` nearest entries within a partition and context.
+
+    Sent as a plain command: redis-py's ``ft().search`` wrapper (a Search object, a Query
+    and a Result of Documents per call) cost a lookup about a third of its CPU
+    (docs/benchmarks.md, "The lookup's reply parser").
+    """
+    query = f"(@part:{{{partition}}} @ctx:{{{context}}})=>[KNN {top_k} @vec $v AS dist]"
+    return (
+        "FT.SEARCH", index, query, "PARAMS", 2, "v", _as_bytes(vector),
+        "RETURN", len(_FIELDS), *_FIELDS, "SORTBY", "dist", "LIMIT", 0, top_k, "DIALECT", 2,
+    )  # fmt: skip
+
+
+def search_results(reply: Any) -> list[tuple[str, dict[str, str]]]:
+    """FT.SEARCH's reply as (key, fields) in its order: RESP2's flat list
+    ``[total, key, [field, value, ...], ...]`` or RESP3's map of ``results``."""
+    if isinstance(reply, dict):
+        rows = [(row[b"id"], row.get(b"extra_attributes") or {}) for row in reply[b"results"]]
+        return [(_text(key), {_text(f): _text(v) for f, v in attrs.items()}) for key, attrs in rows]
+    out = []
+    for i in range(1, len(reply) - 1, 2):
+        flat = reply[i + 1] or []
+        fields = zip(flat[::2], flat[1::2], strict=True)
+        out.append((_text(reply[i]), {_text(f): _text(v) for f, v in fields}))
+    return out
 
 
 def _text(value: bytes | str) -> str:

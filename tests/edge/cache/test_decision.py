@@ -389,27 +389,6 @@ def test_a_text_embeds_the_same_whatever_it_is_batched_with(models_dir: Path) ->
     assert abs(float(np.linalg.norm(alone)) - 1.0) < 1e-5
 
 
-def test_a_search_result_whose_entry_just_expired_is_skipped() -> None:
-    from types import SimpleNamespace
-
-    from redis.asyncio import Redis
-
-    from edge.cache.store import SemanticCache
-
-    cache = SemanticCache(Redis(), index="t", dim=DIM, ttl_s=60)  # no I/O here
-    assert cache.floor == MatchPolicy().floor  # one default for "never a candidate"
-    # The TTL ran out between the index match and the read: the id comes back, no fields.
-    assert cache._hit(SimpleNamespace(id="t:e:gone")) is None
-    fields = {"dist": "0.02", "content": "Paris.", "finish_reason": "stop", "model": "m",
-              "usage": "", "prompt": "Capital of France?", "obs": "", "vec16": ""}  # fmt: skip
-    doc = SimpleNamespace(id="t:e:abc", **fields)
-    hit = cache._hit(doc)
-    assert hit is not None
-    candidate, answer = hit
-    assert candidate.entry_id == "abc" and abs(candidate.cosine - 0.98) < 1e-9
-    assert answer.content == "Paris." and answer.usage is None
-
-
 def test_the_cross_encoder_reads_only_pairs_whose_decision_it_can_change(
     models_dir: Path, trained_verifier: Path
 ) -> None:
