@@ -7,6 +7,7 @@ Same Redis server (the bundled Redis Stack), same MiniLM INT8 embedder (one batc
 instance shared by both), same entries. For 1, 16 and 64 concurrent clients it times:
 - ``lookup``: the vector is given; edgecore's KNN (partition-filtered) + match
   decision vs RedisVL's ``acheck(vector=...)`` (the issue's "lookup no slower than check()");
+  in these three paths edgecore and RedisVL take turns, five rounds each, pooled;
 - ``embed+lookup``: the semantic path from the prompt text, embedding included, for both;
 - ``repeat``: the same question again, word for word: edgecore answers it from its exact
   step (no embedding), RedisVL embeds and searches as always;
@@ -44,6 +45,7 @@ from threadpoolctl import threadpool_limits
 from bench.common import (
     RESULTS,
     Results,
+    alternating,
     baseline,
     child,
     commit_of,
@@ -150,19 +152,21 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
         if not await theirs.acheck(prompt=texts[i % len(entries)]):
             raise RuntimeError("RedisVL missed")
 
+    # Each edgecore path and RedisVL's in turns, pooled (bench.common.alternating).
     results: dict[str, Any] = {}
-    for name, op in (
-        ("lookup/edgecore", ec_lookup),
-        ("lookup/redisvl", rvl_lookup),
-        ("embed+lookup/edgecore", ec_embed_lookup),
-        ("embed+lookup/redisvl", rvl_embed_lookup),
-        ("repeat/edgecore", ec_repeat),
-        ("repeat/redisvl", rvl_embed_lookup),
+    for kind, ec, rvl in (
+        ("lookup", ec_lookup, rvl_lookup),
+        ("embed+lookup", ec_embed_lookup, rvl_embed_lookup),
+        ("repeat", ec_repeat, rvl_embed_lookup),
     ):
         for clients in CLIENTS:
-            progress(f"{name} at {clients} clients ...")
-            await op(0)  # warm up
-            results[f"{name}@{clients}"] = await load(op, requests=requests, clients=clients)
+            progress(f"{kind}, edgecore and redisvl in turns, at {clients} clients ...")
+            await ec(0)  # warm up
+            await rvl(0)
+            runs = await alternating(
+                {"edgecore": ec, "redisvl": rvl}, requests=requests, clients=clients
+            )
+            results |= {f"{kind}/{name}@{clients}": run for name, run in runs.items()}
     await theirs.adelete()
     await redis.aclose()
     await embedder.close()

@@ -69,7 +69,39 @@ async def load(
 ) -> dict[str, float]:
     """Run ``requests`` calls of ``op`` from ``clients`` concurrent workers; ms per call."""
     latencies: list[float] = []
-    counter = iter(range(requests))
+    wall = await _timed(op, range(requests), clients, latencies)
+    return {**summary(latencies), "clients": clients, "per_s": round(requests / wall, 1)}
+
+
+async def alternating(
+    ops: dict[str, Callable[[int], Awaitable[None]]],
+    *,
+    requests: int,
+    clients: int,
+    rounds: int = 5,
+) -> dict[str, dict[str, float]]:
+    """``load`` for each of ``ops``, taken in turns: ``rounds`` rounds of ``requests /
+    rounds`` calls each, pooled per op. A machine whose speed drifts during a run then
+    slows every op alike, where one op's whole run after another's would take the drift
+    as a difference between them."""
+    latencies: dict[str, list[float]] = {name: [] for name in ops}
+    wall = dict.fromkeys(ops, 0.0)
+    share = max(1, requests // rounds)
+    for r in range(rounds):
+        for name, op in ops.items():
+            calls = range(r * share, (r + 1) * share)
+            wall[name] += await _timed(op, calls, clients, latencies[name])
+    rate = {name: round(share * rounds / wall[name], 1) for name in ops}
+    return {
+        name: {**summary(latencies[name]), "clients": clients, "per_s": rate[name]} for name in ops
+    }
+
+
+async def _timed(
+    op: Callable[[int], Awaitable[None]], calls: range, clients: int, latencies: list[float]
+) -> float:
+    """Seconds for ``calls`` of ``op`` from ``clients`` workers; each call's ms appended."""
+    counter = iter(calls)
 
     async def worker() -> None:
         for i in counter:
@@ -79,8 +111,7 @@ async def load(
 
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(clients)))
-    wall = time.perf_counter() - t0
-    return {**summary(latencies), "clients": clients, "per_s": round(requests / wall, 1)}
+    return time.perf_counter() - t0
 
 
 @contextlib.contextmanager
