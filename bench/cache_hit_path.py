@@ -322,6 +322,27 @@ def ratios(runs: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+# One panel per path; in each, what it is compared with in the same run, side by side.
+PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+    ("lookup, vector given", "p50_ms", (("edgecore", "lookup/edgecore"),
+                                        ("RedisVL", "lookup/redisvl"))),
+    ("embedding + lookup", "p50_ms", (("edgecore", "embed+lookup/edgecore"),
+                                      ("RedisVL", "embed+lookup/redisvl"))),
+    ("the same question again", "p50_ms", (("edgecore", "repeat/edgecore"),
+                                           ("RedisVL", "repeat/redisvl"))),
+    ("exact hit over HTTP", "per_s", (("after", "http/edgecore"),
+                                      ("before", "http-before/edgecore"),
+                                      ("bare server", "http-floor/bare"))),
+    ("reworded hit over HTTP", "per_s", (("after", "http-reworded/edgecore"),
+                                         ("before", "http-reworded-before/edgecore"))),
+    ("verified hit over HTTP", "per_s", (("after", "http-verified/edgecore"),
+                                         ("before", "http-verified-before/edgecore"),
+                                         ("+cross-encoder", "http-verified+cross-encoder/edgecore"),
+                                         ("+cross-encoder/every",
+                                          "http-verified+cross-encoder/every/edgecore"))),
+)  # fmt: skip
+
+
 def plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -329,26 +350,24 @@ def plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     runs = results["runs"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    series = list(dict.fromkeys(name.split("@")[0] for name in runs if "@" in name))
-    width = 0.12
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
     x = np.arange(len(CLIENTS))
-    for i, name in enumerate(series):
-        present = [f"{name}@{c}" in runs for c in CLIENTS]
-        if not all(present):
-            continue
-        p99 = [runs[f"{name}@{c}"]["p99_ms"] for c in CLIENTS]
-        rate = [runs[f"{name}@{c}"]["per_s"] for c in CLIENTS]
-        axes[0].bar(x + i * width, p99, width, label=name)
-        axes[1].bar(x + i * width, rate, width, label=name)
-    for ax, title in zip(axes, ("p99 latency (ms)", "hits per second"), strict=True):
-        ax.set_xticks(x + 3 * width, [f"{c} clients" for c in CLIENTS])
-        ax.set_yscale("log")
-        ax.set_title(title)
-    axes[0].axhline(10, color="grey", linestyle="--", linewidth=1)
-    axes[1].axhline(500, color="grey", linestyle="--", linewidth=1)
-    axes[1].legend(fontsize=8)
-    fig.suptitle("Cache hit path: edgecore vs RedisVL SemanticCache (same Redis, same MiniLM)")
+    for ax, (title, measure, bars) in zip(axes.flat, PANELS, strict=True):
+        present = [(label, name) for label, name in bars if f"{name}@{CLIENTS[0]}" in runs]
+        width = 0.8 / max(len(present), 1)
+        for i, (label, name) in enumerate(present):
+            values = [runs.get(f"{name}@{c}", {}).get(measure, 0.0) for c in CLIENTS]
+            ax.bar(x + i * width, values, width, label=label)
+        ax.set_xticks(x + 0.4 - width / 2, [f"{c} clients" for c in CLIENTS])
+        if measure == "p50_ms":  # 0.2 ms to 200 ms across clients
+            ax.set_yscale("log")
+        unit = "p50 ms (lower is better)" if measure == "p50_ms" else "per second"
+        ax.set_title(f"{title}: {unit}", fontsize=10)
+        if present:
+            ax.legend(fontsize=8)
+    base = results.get("baseline")
+    fig.suptitle("Cache hit path: edgecore against RedisVL's SemanticCache (same Redis, same "
+                 f"MiniLM), and over HTTP{f' against {base[:7]}' if base else ''}")  # fmt: skip
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
