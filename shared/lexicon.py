@@ -112,6 +112,22 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(_CONTRAST_TOKEN.findall(t))
 
 
+# Words as written, case kept: what the name checks read ("Java" after "Python"), where
+# ``contrast_words`` would lower the case. \u2019 is a typographic apostrophe.
+_CASED_WORD = re.compile("[A-Za-z0-9][A-Za-z0-9'\u2019]*")
+
+
+def cased_words(text: str) -> list[tuple[int, str]]:
+    """Each word as written and where it starts in ``text``."""
+    return [(m.start(), m.group()) for m in _CASED_WORD.finditer(text)]
+
+
+def plain_words(text: str) -> tuple[str, ...]:
+    """``contrast_words`` without its punctuation tokens: lower case, contractions spelled
+    out, axis phrases joined."""
+    return tuple(w for w in contrast_words(text) if w not in PUNCTUATION)
+
+
 # Operators of formulas and code, which the word pattern drops ("2x + 3" / "2x - 3"). A
 # hyphen or slash inside a word ("e-mail", "and/or"), a dash between words set off by
 # spaces ("Python - sorting a list"), and "!" ending a sentence are prose, not operators.

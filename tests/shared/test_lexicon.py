@@ -6,7 +6,15 @@ from __future__ import annotations
 import random
 
 from edge.cache.contrast import opposed_words
-from shared.lexicon import AXES, LIST_AXES, SYNONYMS, axis_pairs, axis_sides
+from shared.lexicon import (
+    AXES,
+    LIST_AXES,
+    SYNONYMS,
+    axis_pairs,
+    axis_sides,
+    cased_words,
+    plain_words,
+)
 from tools.prepare import hard_pairs
 
 
@@ -36,3 +44,12 @@ def test_the_generator_and_the_contrast_check_read_the_same_opposites() -> None:
         for a, b in axis_pairs(axis):
             if "-" not in (a, b) and "_" not in a + b:
                 assert opposed_words(f"Is it {a}?", f"Is it {b}?") is not None, (a, b)
+
+
+def test_words_are_read_one_way_with_or_without_their_case() -> None:
+    text = "Why doesn\u2019t Java's GC pause, and can't Go's?"
+    assert [w for _, w in cased_words(text)] == ["Why", "doesn\u2019t", "Java's", "GC", "pause",
+                                                 "and", "can't", "Go's"]  # fmt: skip
+    assert all(text[i:].startswith(w) for i, w in cased_words(text))
+    assert plain_words(text) == ("why", "does", "not", "java", "gc", "pause", "and", "can",
+                                 "not", "go")  # fmt: skip

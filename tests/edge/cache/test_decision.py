@@ -135,6 +135,15 @@ def test_lexical_checks_catch_what_embeddings_miss() -> None:
     assert features("Who is Obama?", "Who is Trump?", 0.8)["names_differ"]
 
 
+def test_the_checks_read_words_as_the_contrast_check_does() -> None:
+    """One reading of words (shared.lexicon) for the checks after the MLP: however a
+    negation is spelled, it is one, so a typographic apostrophe loses none ("don\u2019t"
+    was "don" and "t")."""
+    assert negated_head("Why shouldn\u2019t I vote?") and negated_head("Why can't I vote?")
+    assert told_apart_by("Why do cats purr?", "Why don\u2019t cats purr?") == "negation"
+    assert told_apart_by("Why don't cats purr?", "Why do cats not purr?") is None
+
+
 def test_an_asked_question_that_names_something_new_is_told_apart() -> None:
     # QQP's templates call these duplicates; a cache must not answer Kentucky with Florida.
     nra = "What are the safety precautions on handling shotguns proposed by the NRA in {}?"
