@@ -75,7 +75,7 @@ def connect(url: str, *, timeout_s: float) -> Redis:
     """The edge's Redis pool (the cache's and the rate limits' store), made lazily.
 
     RESP2, not redis-py 8's default RESP3: a search reply in RESP3 is a map of maps, and
-    parsing it cost a lookup about a fifth more CPU than the flat RESP2 reply
+    parsing it cost a lookup 10-30 % more CPU than the flat RESP2 reply
     (docs/benchmarks.md, "The lookup's reply parser"). Nothing here needs RESP3's pushes.
     """
     return Redis.from_url(
