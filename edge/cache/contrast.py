@@ -102,8 +102,12 @@ def numbers(text: str) -> Counter[str]:
     return found
 
 
+_LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
 def _numbers_in_order(text: str) -> list[str]:
-    return [w for w in contrast_words(text) if w[:1].isdigit()]
+    """The numbers as they come, a coefficient as its number: "y = 3x + 2" is 3, 2."""
+    return [m.group() for w in contrast_words(text) if (m := _LEADING_NUMBER.match(w))]
 
 
 def _numbers_differ(cached: str, asked: str) -> bool:
@@ -232,8 +236,9 @@ def contrast_by(cached: str, asked: str) -> str | None:
     if (oa := operators(cached)) and (ob := operators(asked)):
         if oa != ob:
             return "operator"
-        # The same signs and numbers, the numbers in another order: "2>&1" / "1>&2" (a dev-set
-        # pair the models served; "2 + 3" / "3 + 2" is refused too, the safe side).
+        # The same signs and numbers, the numbers in another order: "2>&1" / "1>&2", "y = 3x +
+        # 2" / "y = 2x + 3" (dev-set pairs the models served; "2 + 3" / "3 + 2" is refused
+        # too, the safe side).
         na, nb = _numbers_in_order(cached), _numbers_in_order(asked)
         if na != nb and sorted(na) == sorted(nb):
             return "order"

@@ -61,6 +61,7 @@ operator | How do I solve 2x + 3 = 7? | How do I solve 2x - 3 = 7?
 operator | Is x^2 + 1 > 0 for every x? | Is x^2 + 1 < 0 for every x?
 order | What does 2>&1 do in a shell script? | What does 1>&2 do in a shell script?
 order | Why is 10 / 2 = 5? | Why is 2 / 10 = 5?
+order | What is the slope of y = 3x + 2? | What is the slope of y = 2x + 3?
 number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
 number | How many calories are in 2 eggs? | How many calories are in three eggs?
 number | How many calories are in one egg? | How many calories are in 2 eggs?
