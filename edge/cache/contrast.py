@@ -88,21 +88,19 @@ _NUMBER_WORDS |= {"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", 
                   "2nd": "2nd", "1st": "1st", "3rd": "3rd"}  # fmt: skip
 
 
+_LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # "3x" is 3, "2.5kg" is 2.5
+
+
 def numbers(text: str) -> Counter[str]:
     """Numbers and number words, normalised ("five" is "5", "1,000" is "1000", "3.0" is "3")."""
     found: Counter[str] = Counter()
     for w in contrast_words(text):
         if w in _NUMBER_WORDS:
             found[_NUMBER_WORDS[w]] += 1
-        elif w[:1].isdigit():
-            m = re.match(r"\d+(?:\.\d+)?", w)
-            if m:
-                n = m.group()
-                found[n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"] += 1
+        elif m := _LEADING_NUMBER.match(w):
+            n = m.group()
+            found[n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"] += 1
     return found
-
-
-_LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def _numbers_in_order(text: str) -> list[str]:
