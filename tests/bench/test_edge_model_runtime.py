@@ -4,11 +4,13 @@ engine's events name the requests it was given (the first-token figures rely on 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 
-from bench.edge_model_runtime import MODES, measure, table
+from bench.edge_model_runtime import MODES, _lags, measure, table
 
 pytestmark = pytest.mark.slow
 
@@ -26,3 +28,9 @@ def test_each_mode_generates_and_the_table_says_so(models_dir: Path) -> None:
     assert results["engine_batch"] >= 1
     text = table(results)
     assert all(mode in text for mode in MODES) and "engine / slots" in text
+
+
+def test_the_loop_lag_has_a_sample_even_when_the_work_ended_first() -> None:
+    done = threading.Event()
+    done.set()  # a short run can end before the sampling loop starts
+    assert len(asyncio.run(_lags(done))) == 1
