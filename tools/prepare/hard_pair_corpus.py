@@ -80,6 +80,13 @@ class Corpus:
         )
 
 
+def case_like(word: str, model: str) -> str:
+    """``word`` in the case of the word it replaces ("Sender" -> "Recipient")."""
+    if model.isupper() and len(model) > 1:
+        return word.upper()
+    return word[:1].upper() + word[1:] if model[:1].isupper() else word
+
+
 def starts_sentence(text: str, i: int) -> bool:
     """Does the word at ``i`` begin a sentence (the text's first, or after . ? ! :)?"""
     return i == 0 or re.search(r"[.?!:]\s*$|^\s*$", text[:i]) is not None

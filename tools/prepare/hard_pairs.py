@@ -8,7 +8,8 @@ question (cosine 0.98, one word apart). These rules rewrite one training questio
   contrast check reads), the arguments of a direction ("from A to B") or a comparison ("A
   faster than B") swapped, a negation added or removed, a number or unit changed, an added
   condition; who does what to whom changed (``role``: "the sender" / "the recipient", "Did
-  Apple sue Samsung?" / "Did Samsung sue Apple?"); an operator or sign of a formula or code
+  Apple sue Samsung?" / "Did Samsung sue Apple?"; ``swap``: "Can I sue my landlord?" / "Can
+  my landlord sue me?"); an operator or sign of a formula or code
   changed (``operator``); a goal changed with no antonym word (``intent``: "apply for" /
   "oppose"); and, drawn from the corpus itself (``hard_pair_corpus``), another name, a
   sibling the questions weigh against it ("Python or Ruby?", "iPhone 6" / "iPhone 7"), or an
@@ -31,7 +32,8 @@ import re
 from collections.abc import Callable, Iterable
 
 from shared.lexicon import AXES, SYNONYMS, axis_pairs
-from tools.prepare.hard_pair_corpus import WORD, Corpus, entity, scope, sibling, starts_sentence
+from tools.prepare.hard_pair_corpus import WORD, Corpus, case_like, entity, scope, sibling
+from tools.prepare.hard_pair_roles import role, swap
 from tools.prepare.hard_pair_words import (
     ABBREVIATIONS,
     CONDITIONS,
@@ -40,11 +42,8 @@ from tools.prepare.hard_pair_words import (
     OPERATORS,
     PHRASINGS,
     PREAMBLES,
-    ROLES,
     UNITS,
 )
-
-Span = tuple[int, int]  # a (start, end) slice of a text
 
 _UNIT: dict[str, str] = {}
 for _a, _b in UNITS:
@@ -85,18 +84,12 @@ _NOT_COMPARATIVE = frozenset("other rather whether never ever either neither ord
 _STOPWORDS = frozenset("it this that there them they what which who i you we he she".split())
 
 
-def _case_like(word: str, model: str) -> str:
-    if model.isupper() and len(model) > 1:
-        return word.upper()
-    return word[:1].upper() + word[1:] if model[:1].isupper() else word
-
-
 def _swap_word(text: str, table: dict[str, str], rng: random.Random) -> str | None:
     spots = [m for m in WORD.finditer(text) if m.group().lower() in table]
     if not spots:
         return None
     m = rng.choice(spots)
-    new = _case_like(table[m.group().lower()], m.group())
+    new = case_like(table[m.group().lower()], m.group())
     return text[: m.start()] + new + text[m.end() :]
 
 
@@ -143,14 +136,14 @@ def negation(text: str, rng: random.Random) -> str | None:
         plain = {"can't": "can", "won't": "will"}.get(word.lower())
         if plain is None:
             plain = re.sub(r"(n't|\s+not)$", "", word, flags=re.IGNORECASE)
-        return text[: m.start()] + _case_like(plain, word) + text[m.end() :]
+        return text[: m.start()] + case_like(plain, word) + text[m.end() :]
     m = _LEADING_AUX.match(text.strip())
     if not m:
         return None
     text = text.strip()
     word = m.group(2)
     negated = {"can": "can't", "will": "won't"}.get(word.lower(), word.lower() + "n't")
-    return text[: m.start(2)] + _case_like(negated, word) + text[m.end(2) :]
+    return text[: m.start(2)] + case_like(negated, word) + text[m.end(2) :]
 
 
 def number(text: str, rng: random.Random) -> str | None:
@@ -184,7 +177,7 @@ def _phrase_swap(text: str, pairs: Iterable[tuple[str, str]], rng: random.Random
     if not options:
         return None
     start, end, new = rng.choice(options)
-    new = re.sub(r"\bi\b", "I", _case_like(new, text[start:end]))  # "how can i": "I"
+    new = re.sub(r"\bi\b", "I", case_like(new, text[start:end]))  # "how can i": "I"
     return text[:start] + new + text[end:]
 
 
@@ -212,75 +205,6 @@ def surface(text: str, rng: random.Random) -> str | None:
     if choice == 1:
         return "Please, " + text[0].lower() + text[1:] if text[:1].isupper() else None
     return text.rstrip("?").rstrip() + " please?" if text.rstrip().endswith("?") else None
-
-
-# Two names or roles side by side ("A and B", "A vs B", "between A and B") are symmetric:
-# swapping them keeps the question (``symmetric``); anywhere else it changes who does what.
-_JOINS = frozenset(("and", "or", "vs", "vs.", "versus", ",", "&", "/", "and the", "or the", "nor"))
-_VERB_GAP = re.compile(
-    r"^ (?!(?:in|on|of|at|for|from|to|with|by|about|into|and|or|vs)\b)[a-z]+(?: [a-z]+){0,2} $"
-)
-_CAPITALISED = re.compile(r"\b[A-Z][\w+#]*(?: [A-Z][\w+#]*)*")
-
-
-def _names_in(text: str) -> list[Span]:
-    """Spans of capitalised runs ("New York"), a sentence's first word left out."""
-    spans = []
-    for m in _CAPITALISED.finditer(text):
-        i, j = m.span()
-        if starts_sentence(text, i):
-            i = text.find(" ", i, j) + 1  # "Did Apple": "Apple"
-            if i == 0:
-                continue
-        if text[i:j] != "I":
-            spans.append((i, j))
-    return spans
-
-
-def _swap_spans(text: str, a: Span, b: Span) -> str:
-    (i, j), (k, m) = a, b
-    return text[:i] + text[k:m] + text[j:k] + text[i:j] + text[m:]
-
-
-def _role_spots(lower: str) -> list[tuple[Span, str]]:
-    """Each role noun's span and its counterpart ("sender": "recipient"), in text order."""
-    return sorted(
-        (m.span(), other) for a, b in ROLES for x, other in ((a, b), (b, a))
-        for m in re.finditer(rf"(?<![\w']){x}(?![\w'])", lower)
-    )  # fmt: skip
-
-
-def _role_swaps(text: str, spans: list[Span]) -> list[tuple[Span, Span]]:
-    """Pairs whose swap changes who does what to whom: two role nouns, or two names with a
-    verb between them ("Did Apple sue Samsung?", not "Rs 500 ... India"). Never two joined
-    symmetrically ("A and B", "between A and B") nor the same word twice."""
-    lower = text.lower()
-    pairs = [(x, y) for n, x in enumerate(spans) for y in spans[n + 1 :]]
-    names = _names_in(text)
-    pairs += [
-        (x, y) for n, x in enumerate(names) for y in names[n + 1 :]
-        if _VERB_GAP.match(text[x[1] : y[0]])
-    ]  # fmt: skip
-    return [
-        (x, y) for x, y in pairs
-        if x[1] <= y[0] and text[x[1] : y[0]].strip().lower() not in _JOINS
-        and text[x[0] : x[1]].lower() != text[y[0] : y[1]].lower()
-        and "between" not in lower[: x[0]].split()[-2:]
-    ]  # fmt: skip
-
-
-def role(text: str, rng: random.Random) -> str | None:
-    """Who does what to whom, changed: two roles or two names swapped where they are not
-    joined symmetrically, else one role replaced by its counterpart ("the sender" / "the
-    recipient")."""
-    spots = _role_spots(text.lower())
-    swaps = _role_swaps(text, [span for span, _ in spots])
-    if swaps:
-        return _swap_spans(text, *rng.choice(swaps))
-    if not spots:
-        return None
-    (i, j), other = rng.choice(spots)
-    return text[:i] + _case_like(other, text[i:j]) + text[j:]
 
 
 # An operator of a formula or code: "+=", "<=", "&&", "^", "-", ...
@@ -408,6 +332,7 @@ NEGATIVE_RULES: dict[str, Rule] = {
     "number": number,
     "condition": condition,
     "role": role,
+    "swap": swap,
     "operator": operator,
     "intent": intent,
 }
