@@ -105,12 +105,6 @@ def test_generation_is_reproducible_capped_and_labelled_by_kind() -> None:
         (hp.role, "Can the sender recall a wire?", "Can the recipient recall a wire?"),
         (hp.role, "Should the buyer pay the seller?", "Should the seller pay the buyer?"),
         (hp.role, "Did Apple sue Samsung over patents?", "Did Samsung sue Apple over patents?"),
-        (hp.swap, "Can I sue my landlord for breaking the lease?",
-         "Can my landlord sue me for breaking the lease?"),
-        (hp.swap, "Can my employer fire me?", "Can I fire my employer?"),
-        (hp.swap, "Can the vice president overrule the president?",
-         "Can the president overrule the vice president?"),
-        (hp.swap, "Does the court bind the senate?", "Does the senate bind the court?"),
         (hp.operator, "How do I solve 2x + 3 = 7?", None),
         (hp.operator, "Why does i++ differ from ++i in C?", None),
         (hp.intent, "How do I apply for a patent?", "How do I oppose a patent?"),
@@ -186,17 +180,3 @@ def test_the_corpus_offers_siblings_scopes_and_names() -> None:
         scope("How do I learn to swim?", rng(), corpus.scopes) == "How do I learn to swim in india?"
     )
     assert scope("How do I find a job in India?", rng(), corpus.scopes) is None  # has one
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "How can I improve my English?",  # a thing, not an agent: "can my English improve me"
-        "Can I marry my cousin?",  # the same act either way round
-        "How can I become a lawyer?",  # no act on anyone
-        "Do I need my lawyer?",  # "does my lawyer need me": the auxiliary would change too
-        "Can I enter US after my program start date?",  # "US" is a country, not "us"
-    ],
-)
-def test_no_swap_where_the_sides_are_no_agents_or_the_verb_is_symmetric(question: str) -> None:
-    assert hp.swap(question, rng()) is None

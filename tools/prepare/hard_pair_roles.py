@@ -1,9 +1,8 @@
-"""Who does what to whom: hard negatives that change the roles of a question (pure).
+"""Who does what to whom: the ``role`` rule of ``hard_pairs`` (pure).
 
-``role`` swaps two role nouns or two names where they are not joined symmetrically, or
-replaces one role by its counterpart ("the sender" / "the recipient"); ``swap`` swaps the
-subject and the object of a verb where both are agents ("Can I sue my landlord?" / "Can my
-landlord sue me?"). Both are rules of ``hard_pairs``.
+It swaps two role nouns or two names where they are not joined symmetrically ("Did Apple
+sue Samsung?" / "Did Samsung sue Apple?"), or replaces one role by its counterpart ("the
+sender" / "the recipient").
 """
 
 from __future__ import annotations
@@ -11,9 +10,8 @@ from __future__ import annotations
 import random
 import re
 
-from shared.lexicon import STOPWORDS
 from tools.prepare.hard_pair_corpus import case_like, starts_sentence
-from tools.prepare.hard_pair_words import AGENTS, ROLES
+from tools.prepare.hard_pair_words import ROLES
 
 Span = tuple[int, int]  # a (start, end) slice of a text
 
@@ -85,50 +83,3 @@ def role(text: str, rng: random.Random) -> str | None:
         return None
     (i, j), other = rng.choice(spots)
     return text[:i] + case_like(other, text[i:j]) + text[j:]
-
-
-# Two agents on either side of a verb after an auxiliary: "Can I sue my landlord?" / "Can my
-# landlord sue me?", "Can the vice president overrule the president?". Bi-encoders put such
-# pairs at cosine 0.98; ``role`` only finds them between role nouns or names.
-_SUBJECT_OF = {"me": "I", "us": "we", "you": "you", "him": "he", "them": "they"}
-_OBJECT_OF = {"i": "me", "we": "us", "you": "you", "he": "him", "she": "her", "they": "them"}
-_AGENT_NOUNS = frozenset(AGENTS) | {noun for pair in ROLES for noun in pair}
-# Not verbs here: adverbs, linking verbs ("can I become a lawyer") and verbs whose two sides
-# do the same thing ("can I marry my cousin" / "can my cousin marry me").
-_NO_SWAP_VERBS = "meet marry date befriend kiss hug resemble know become make let".split()
-_SKIP = "|".join(sorted(STOPWORDS | {"not", "never", "also", "ever", "still", "really", "just",
-                                     *_NO_SWAP_VERBS}))  # fmt: skip
-_PLAIN = rf"(?!(?:{_SKIP})\b)[A-Za-z][\w'-]*\b"
-_AGENT = rf"(?:the|a|an|my|your|our|his|her|their) {_PLAIN}(?: {_PLAIN}){{0,2}}"
-_CLAUSE_END = (
-    r"(?=\s*(?:[?.!,;]|$|(?:for|from|in|on|at|to|with|by|about|after|before|if|when|without|"
-    r"during|because|while|over|under|and|or)\b))"
-)
-_ACTS_ON = re.compile(  # pronouns in lower case: "can I enter US" names no one
-    rf"\b((?i:can|could|should|would|will|may|might|must|did|does|do)) "
-    rf"(I|we|you|he|she|they|{_AGENT}) ({_PLAIN}) (me|us|you|him|them|{_AGENT}){_CLAUSE_END}"
-)
-
-
-def _an_agent(side: str) -> bool:
-    words = side.lower().split()
-    return len(words) == 1 or words[-1] in _AGENT_NOUNS  # a pronoun, or an agent noun
-
-
-def swap(text: str, rng: random.Random) -> str | None:
-    """Who acts on whom, swapped: the subject and the object of a verb ("Can I sue my
-    landlord?" / "Can my landlord sue me?"). Only where both sides are agents, and never
-    after "do"/"does" with a pronoun (its agreement would change too)."""
-    for m in _ACTS_ON.finditer(text):
-        aux, first, verb, second = m.groups()
-        pronoun = " " not in first or " " not in second
-        if not (_an_agent(first) and _an_agent(second)) or (
-            pronoun and aux.lower() in ("do", "does")
-        ):
-            continue
-        subject = _SUBJECT_OF.get(second.lower(), second)
-        obj = _OBJECT_OF.get(first.lower(), first)
-        if subject.lower() == first.lower():
-            continue  # "can you help you"
-        return f"{text[: m.start(2)]}{subject} {verb} {obj}{text[m.end(4) :]}"
-    return None

@@ -53,18 +53,6 @@ ROLES = (
     ("husband", "wife"), ("user", "admin"), ("subscriber", "publisher"),
     ("insurer", "insured"), ("investor", "founder"), ("judge", "jury"),
 )  # fmt: skip
-# Who can act on whom, besides ``ROLES``' nouns: a swap of two of these around a verb
-# ("can I sue my landlord" / "can my landlord sue me") is a sensible, different question,
-# where a swap with a thing ("can my phone fix me") is nonsense that teaches little.
-AGENTS = (
-    "person", "people", "man", "men", "woman", "women", "guy", "guys", "girl", "girls",
-    "boy", "boys", "friend", "friends", "girlfriend", "boyfriend", "partner", "spouse",
-    "family", "baby", "kid", "kids", "brother", "sister", "neighbor", "neighbour", "roommate",
-    "lawyer", "police", "officer", "court", "judge", "government", "president", "senator",
-    "senate", "congress", "company", "bank", "insurance", "school", "university", "college",
-    "professor", "nurse", "therapist", "contractor", "agent", "recruiter", "colleague",
-    "coworker", "team", "dog", "cat", "army", "king", "queen", "citizen", "voter",
-)  # fmt: skip
 # Goals that pull apart with no antonym word between them: "how do I apply for a patent"
 # is not "how do I oppose a patent".
 INTENTS = (

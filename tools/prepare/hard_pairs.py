@@ -8,8 +8,7 @@ question (cosine 0.98, one word apart). These rules rewrite one training questio
   contrast check reads), the arguments of a direction ("from A to B") or a comparison ("A
   faster than B") swapped, a negation added or removed, a number or unit changed, an added
   condition; who does what to whom changed (``role``: "the sender" / "the recipient", "Did
-  Apple sue Samsung?" / "Did Samsung sue Apple?"; ``swap``: "Can I sue my landlord?" / "Can
-  my landlord sue me?"); an operator or sign of a formula or code
+  Apple sue Samsung?" / "Did Samsung sue Apple?"); an operator or sign of a formula or code
   changed (``operator``); a goal changed with no antonym word (``intent``: "apply for" /
   "oppose"); and, drawn from the corpus itself (``hard_pair_corpus``), another name, a
   sibling the questions weigh against it ("Python or Ruby?", "iPhone 6" / "iPhone 7"), or an
@@ -33,7 +32,7 @@ from collections.abc import Callable, Iterable
 
 from shared.lexicon import AXES, SYNONYMS, axis_pairs
 from tools.prepare.hard_pair_corpus import WORD, Corpus, case_like, entity, scope, sibling
-from tools.prepare.hard_pair_roles import role, swap
+from tools.prepare.hard_pair_roles import role
 from tools.prepare.hard_pair_words import (
     ABBREVIATIONS,
     CONDITIONS,
@@ -332,7 +331,6 @@ NEGATIVE_RULES: dict[str, Rule] = {
     "number": number,
     "condition": condition,
     "role": role,
-    "swap": swap,
     "operator": operator,
     "intent": intent,
 }
