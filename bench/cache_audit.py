@@ -45,7 +45,6 @@ import json
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,7 @@ import numpy as np
 
 from bench.common import RESULTS, SHARED_DATA, progress, save
 from edge.cache.eval import load_pairs
-from edge.cache.match import Matcher, load_matcher
+from edge.cache.match import load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 from tools.prepare.pair_split import split
@@ -214,11 +213,12 @@ def _decide(
     if base.verifier is None:
         raise SystemExit("no verifier prepared: run `edgecore models prepare` first")
     # The lowest floor: ``serves`` raises it per config.
-    matcher = Matcher(base.verifier, replace(base.policy, floor=0.0))
+    matcher = base.with_policy(floor=0.0)
     pairs = [p for p in load_pairs(data / "qqp_pairs.jsonl") if split(p[0], p[1]) == part]
     progress(f"deciding {len(pairs)} held-out {part} pairs ...")
-    va, vb, labels = scored(pairs, Embedder(settings.embed_model_dir(), threads=2))
-    _, scores, conf = decisions(pairs, va, vb, matcher)
+    embedder = Embedder(settings.embed_model_dir(), threads=2)
+    va, vb, labels = scored(pairs, embedder)
+    _, scores, conf = decisions(pairs, va, vb, matcher, embedder)
     cosine = np.einsum("ij,ij->i", va, vb)
     arrays = {"scores": scores, "conf": conf, "labels": labels, "cosine": cosine}
     return pairs, arrays

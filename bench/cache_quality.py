@@ -16,15 +16,14 @@ table, writes JSON and a PNG (precision-recall curves with the decision points).
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.common import Results, progress, run_bench
-from edge.cache.eval import COSINE_THRESHOLDS, curve, embed_text, load_pairs, rates
-from edge.cache.match import Candidate, Matcher, load_matcher
+from edge.cache.eval import COSINE_THRESHOLDS, curve, decide_pair, embed_text, load_pairs, rates
+from edge.cache.match import Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 from tools.prepare.pair_split import split
@@ -49,9 +48,14 @@ def scored(
 
 
 def decisions(
-    pairs: list[tuple[str, str, int]], va: np.ndarray, vb: np.ndarray, matcher: Matcher
+    pairs: list[tuple[str, str, int]],
+    va: np.ndarray,
+    vb: np.ndarray,
+    matcher: Matcher,
+    embedder: Embedder,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The matcher's decision per pair: served, verifier score, confidence.
+    """The matcher's decision per pair (``decide_pair``: with the respelled second look):
+    served, verifier score, confidence.
 
     A fresh entry (no history, no exploration) is served at budget ``delta`` exactly when
     its confidence is at least ``1 - delta`` (``Matcher.decide``), so one pass gives the
@@ -60,8 +64,12 @@ def decisions(
     served = np.zeros(len(pairs), dtype=bool)
     score = np.zeros(len(pairs), dtype=np.float32)
     conf = np.zeros(len(pairs), dtype=np.float64)
+
+    def embed(text: str) -> np.ndarray:
+        return embedder.embed([text])[0]
+
     for i, (a, b, _) in enumerate(pairs):
-        match = matcher.decide(vb[i], b, [Candidate("a", float(va[i] @ vb[i]), a, va[i])])
+        match = decide_pair(matcher, embed, (a, va[i]), (b, vb[i]))
         served[i], score[i], conf[i] = match.serve, match.score, match.confidence
     return served, score, conf
 
@@ -74,7 +82,7 @@ def evaluate(name: str, pairs: list[tuple[str, str, int]], embedder: Embedder,
     result: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum()), "delta": {}}
     for variant, base in variants.items():
         progress(f"{name}: {variant} decisions ...")
-        served, scores, conf = decisions(pairs, va, vb, base)
+        served, scores, conf = decisions(pairs, va, vb, base, embedder)
         assert (served == (conf >= 1.0 - base.policy.delta)).all()  # the identity relied on
         result["delta"][variant] = {
             str(delta): rates(conf >= 1.0 - delta, labels) for delta in DELTAS
@@ -82,8 +90,8 @@ def evaluate(name: str, pairs: list[tuple[str, str, int]], embedder: Embedder,
         grid = [round(i / 100, 2) for i in range(1, 100)]
         result[f"curve/{variant}"] = curve(scores, labels, grid)
         if variant == "mlp":  # the floor grid, from a decision that floors nothing itself
-            anywhere = Matcher(base.verifier, replace(base.policy, floor=0.0))
-            _, _, conf = decisions(pairs, va, vb, anywhere)
+            anywhere = base.with_policy(floor=0.0)
+            _, _, conf = decisions(pairs, va, vb, anywhere, embedder)
             result["floors"] = {
                 f"{delta}:{floor:.2f}": rates((conf >= 1.0 - delta) & (cosine >= floor), labels)
                 for delta in FLOOR_DELTAS

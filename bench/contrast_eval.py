@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +46,8 @@ import numpy as np
 
 from bench.cache_quality import DATA, scored
 from bench.common import Results, progress, run_bench
-from edge.cache.eval import load_pairs, operating_points, rates
-from edge.cache.match import Candidate, Matcher, load_matcher
+from edge.cache.eval import decide_pair, load_pairs, operating_points, rates
+from edge.cache.match import Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 from tools.prepare.pair_split import split
@@ -65,7 +64,11 @@ def load_dev(path: Path) -> list[dict[str, Any]]:
 
 
 def decide_all(
-    pairs: list[tuple[str, str, int]], va: np.ndarray, vb: np.ndarray, matcher: Matcher
+    pairs: list[tuple[str, str, int]],
+    va: np.ndarray,
+    vb: np.ndarray,
+    matcher: Matcher,
+    embedder: Embedder,
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """Served per pair, the decision's reason (with the contrast kind), and its score (0
     where a veto or the floor refused it)."""
@@ -73,7 +76,7 @@ def decide_all(
     scores = np.zeros(len(pairs))
     reasons = []
     for i, (a, b, _) in enumerate(pairs):
-        m = matcher.decide(vb[i], b, [Candidate("a", float(va[i] @ vb[i]), a, va[i])])
+        m = decide_pair(matcher, lambda t: embedder.embed([t])[0], (a, va[i]), (b, vb[i]))
         served[i] = m.serve
         scores[i] = m.score
         reasons.append(f"contrast:{m.contrast}" if m.contrast else m.reason)
@@ -82,7 +85,7 @@ def decide_all(
 
 def variants(matcher: Matcher) -> dict[str, Matcher]:
     return {
-        "before": Matcher(matcher.verifier, replace(matcher.policy, contrast=False)),
+        "before": matcher.with_policy(contrast=False),
         "after": matcher,
     }
 
@@ -94,7 +97,7 @@ def dev_set(rows: list[dict[str, Any]], embedder: Embedder, matcher: Matcher) ->
     cosine = np.einsum("ij,ij->i", va, vb)
     out: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum())}
     for name, m in variants(matcher).items():
-        served, reasons, _ = decide_all(pairs, va, vb, m)
+        served, reasons, _ = decide_all(pairs, va, vb, m, embedder)
         kinds: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "served": 0})
         for r, s in zip(rows, served, strict=True):
             k = kinds[f"{'paraphrase' if r['label'] else 'opposite'}/{r['kind']}"]
@@ -128,7 +131,7 @@ def pair_set(
     va, vb, labels = scored(pairs, embedder)
     out: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum())}
     for variant, m in variants(matcher).items():
-        served, reasons, scores = decide_all(pairs, va, vb, m)
+        served, reasons, scores = decide_all(pairs, va, vb, m, embedder)
         vetoed: dict[str, int] = defaultdict(int)
         for why, label in zip(reasons, labels, strict=True):
             if why.startswith("contrast:"):

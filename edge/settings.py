@@ -80,6 +80,12 @@ class CacheSettings(BaseModel):
     explore_rate: float = Field(
         default=0.05, ge=0.0, le=1.0, description="Share of new hits re-asked to learn from."
     )
+    respell: bool = Field(
+        default=True,
+        description="On a miss, look again with the question's typos fixed (symspellpy's "
+        "English dictionary); served only when the verifier agrees and the cached question "
+        "has every fixed word.",
+    )
     answer_agreement: float = Field(
         default=0.90, ge=0.0, le=1.0, description="Answer cosine that counts a hit as right."
     )

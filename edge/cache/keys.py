@@ -54,14 +54,20 @@ def max_tokens_bucket(limit: int | None) -> str:
     return str(bucket)
 
 
-def conversation_text(messages: list[Message], window: int) -> str:
+def conversation_text(messages: list[Message], window: int, *, last: str | None = None) -> str:
     """The text to embed: the last message first, then earlier turns newest to oldest.
 
     The embedder truncates at its window (256 word pieces for MiniLM), so putting the newest
     turn first means truncation drops the oldest context, never the question itself.
+    ``last``: the last message's text read otherwise (respelled, ``edge.cache.spelling``).
     """
     turns = [m for m in messages if m.role not in ("system", "developer")][-window:]
-    return "\n".join(f"{m.role}: {m.text()}" for m in reversed(turns))
+    texts = [m.text() for m in turns]
+    if last is not None and turns and turns[-1] is messages[-1]:
+        texts[-1] = last
+    return "\n".join(
+        f"{m.role}: {t}" for m, t in zip(reversed(turns), reversed(texts), strict=True)
+    )
 
 
 def context_key(messages: list[Message]) -> str:

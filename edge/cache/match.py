@@ -22,6 +22,12 @@ one decided; ``eval cache --show-false-hits`` and the debug log print them):
    ``scorer:cross_encoder`` on what the MLP did not settle; ``picker:delta`` serves the best
    one when the entry's estimated precision at that score is at least ``1 - delta``.
 
+On a miss, the cache step may look again with the asked question's typos fixed
+(``decide_respelled``, ``edge.cache.spelling``): the fixed question finds the neighbours and
+gives the vector the verifier compares, a ``spelling`` filter keeps the neighbours whose
+question has every fixed word, and the same chain then reads the question as asked (the
+models see the typo). What it serves has the reason ``respelled``.
+
 Per-entry adaptation, in the spirit of vCache (Schroeder et al., arXiv 2502.03771;
 implemented from the paper): the verifier's held-out calibration is a prior worth
 ``prior_strength`` observations, and each entry's own history of (score, was the answer
@@ -46,6 +52,7 @@ import numpy as np
 from edge.cache.contrast import contrast_by
 from edge.cache.pair_checks import told_apart_by
 from edge.cache.rewording import reworded
+from edge.cache.spelling import Respelling, Speller
 from edge.cache.verifier import ARTIFACT, Verifier, pair_features
 from edge.metrics import EdgeMetrics
 from edge.settings import CacheSettings, EdgeSettings
@@ -111,8 +118,8 @@ class Match:
     score: float
     confidence: float
     serve: bool
-    # none | below_floor | exact | reworded | verified | rejected | explore | cosine | contrast |
-    # exact_only (no verifier: semantic matching off)
+    # none | below_floor | exact | reworded | verified | respelled | rejected | explore | cosine |
+    # contrast | exact_only (no verifier: semantic matching off) | unconfirmed (respelled)
     reason: str
     contrast: str | None = None  # with reason "contrast": which (contrast.CONTRASTS)
     steps: tuple[Step, ...] = ()  # the chain as it ran; the last step decided
@@ -139,9 +146,16 @@ def confidence(
 
 
 class Matcher:
-    def __init__(self, verifier: Verifier | None, policy: MatchPolicy) -> None:
+    def __init__(
+        self, verifier: Verifier | None, policy: MatchPolicy, speller: Speller | None = None
+    ) -> None:
         self.verifier = verifier
         self.policy = policy
+        self.speller = speller
+
+    def with_policy(self, **changes: Any) -> Matcher:
+        """The same models and speller under another policy (to measure one knob)."""
+        return Matcher(self.verifier, replace(self.policy, **changes), self.speller)
 
     @property
     def blocking(self) -> bool:
@@ -176,6 +190,38 @@ class Matcher:
         ``draw`` is a uniform random number in [0, 1) for exploration (1.0: never)."""
         steps = [Step("partition", f"{len(candidates)} neighbours")]
         match = self._chain(vector, text, candidates, draw, steps)
+        return replace(match, steps=tuple(steps))
+
+    def respelling(self, text: str) -> Respelling | None:
+        """The asked question with its typos fixed, when it has any the speller can fix and
+        something besides word-for-word repeats may be served."""
+        if self.speller is None or self.verifier is None:
+            return None
+        return self.speller.respell(text)
+
+    def decide_respelled(
+        self,
+        vector: np.ndarray,
+        text: str,
+        respelled: Respelling,
+        candidates: Sequence[Candidate],
+        *,
+        draw: float = 1.0,
+    ) -> Match:
+        """The second look: ``candidates`` are the neighbours of ``respelled`` (``text`` with
+        its typos fixed), ``vector`` its embedding. ``spelling`` keeps those whose question
+        has every fixed word; then the chain as in ``decide``, reading ``text`` as asked: the
+        fix only finds the neighbours and stands in for the asked question's vector."""
+        steps = [Step("partition", f"{len(candidates)} neighbours")]
+        fixed = ", ".join(f"{typo} > {word}" for typo, word in respelled.fixes)
+        confirmed = [c for c in candidates if respelled.confirmed_by(c.prompt)]
+        steps.append(Step("spelling", f"{len(confirmed)} of {len(candidates)} have {fixed}"))
+        if not confirmed:
+            best = max(candidates, key=lambda c: c.cosine, default=None)
+            return Match(best, 0.0, 0.0, False, "unconfirmed", steps=tuple(steps))
+        match = self._chain(vector, text, confirmed, draw, steps)
+        if match.serve:
+            match = replace(match, reason="respelled")
         return replace(match, steps=tuple(steps))
 
     def _chain(
@@ -331,7 +377,13 @@ def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> 
         log.warning(
             "no cache verifier in %s: %s", settings.verifier_dir(), _without_verifier(settings)
         )
-    matcher = Matcher(verifier, MatchPolicy.of(settings.cache))
+    speller = None
+    if verifier is not None and settings.cache.respell:
+        try:
+            speller = Speller()
+        except (ImportError, OSError) as exc:  # the cache works without its second look
+            log.error("cache respelling off: %s", exc)
+    matcher = Matcher(verifier, MatchPolicy.of(settings.cache), speller)
     if metrics is not None:
         metrics.cache_semantic_enabled.set(int(matcher.semantic and settings.cache.enabled))
     return matcher

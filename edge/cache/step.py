@@ -4,7 +4,8 @@ after.
 
     exact:    cacheable? -> exact words (one Redis round trip)
     embed:    the conversation's embedding (the router scores it too)
-    semantic: nearest entries -> the matcher's decision (verifier, contrast checks)
+    semantic: nearest entries -> the matcher's decision (verifier, contrast checks); on a
+              miss, once more with the question's typos fixed (``edge.cache.spelling``)
     remember: store a complete answer, and tell a rejected neighbour whether it was right
 
 Built once in the lifespan from its parts (Redis store, embedder, matcher, metrics); a
@@ -15,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,7 +29,8 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from edge.cache import keys as cache_key
-from edge.cache.match import Match, Matcher, normalize
+from edge.cache.match import Candidate, Match, Matcher, normalize
+from edge.cache.spelling import Respelling
 from edge.cache.store import CachedAnswer, CacheUnavailable, SemanticCache
 from edge.context import Answer, RequestContext
 from edge.embedder import BatchingEmbedder
@@ -36,7 +39,7 @@ from edge.replies import json_answer, once, sse_answer, text_events
 from edge.settings import CacheSettings
 from edge.tenancy.keys import Tenant
 from shared import completions
-from shared.schemas import ChatCompletionRequest
+from shared.schemas import ChatCompletionRequest, Message
 from shared.tracing import traced
 
 log = logging.getLogger("edgecore.edge.cache")
@@ -51,6 +54,7 @@ class CacheLookup:
     context: str
     read: bool  # False: refresh (write only)
     text: str = ""  # the last message: what the matcher compares
+    messages: list[Message] = field(default_factory=list)  # the conversation, as asked
     tenant: str = "default"
     max_entries: int = 10_000
     hit: CachedAnswer | None = None
@@ -139,7 +143,14 @@ class CacheStep:
         """The conversation's embedding (the cache's and the router's); None on failure."""
         if self.embedder is None:
             return None
-        text = cache_key.conversation_text(req.messages, self.settings.context_messages)
+        return await self._embed(cache_key.conversation_text(req.messages, self.window))
+
+    @property
+    def window(self) -> int:
+        return self.settings.context_messages
+
+    async def _embed(self, text: str) -> np.ndarray | None:
+        assert self.embedder is not None
         t = time.perf_counter()
         try:
             async with asyncio.timeout(2.0):
@@ -190,6 +201,7 @@ class CacheStep:
             context=cache_key.context_key(req.messages),
             read=directive == "on",
             text=req.messages[-1].text(),
+            messages=req.messages,
             tenant=tenant.name,
             max_entries=tenant.cache_max_entries or self.settings.max_entries_per_tenant,
         )
@@ -225,22 +237,16 @@ class CacheStep:
         if not found.read:
             return found
         m = self.metrics
-        t = time.perf_counter()
+        t, draw = time.perf_counter(), random.random()
         try:
-            async with asyncio.timeout(self.redis_timeout_s):
-                near = await self.store.lookup(
-                    vector, partition=found.partition, context=found.context
-                )
+            match, near = await self._decide(found, vector, draw)
         except (TimeoutError, CacheUnavailable):
             self._failed(ctx)
             return None
-        candidates, draw = [c for c, _ in near], random.random()
-        if self.matcher.blocking and candidates:
-            # A cross-encoder run takes milliseconds: off the event loop.
-            decide = self.matcher.decide
-            match = await asyncio.to_thread(decide, vector, found.text, candidates, draw=draw)
-        else:
-            match = self.matcher.decide(vector, found.text, candidates, draw=draw)
+        if not match.serve and (respelled := self.matcher.respelling(found.text)) is not None:
+            second = await self._second_look(found, respelled, draw)
+            if second is not None and second[0].serve:
+                match, near = second
         m.cache_lookup_seconds.observe(time.perf_counter() - t)
         m.cache_match.labels(match.reason).inc()
         if log.isEnabledFor(logging.DEBUG):
@@ -248,7 +254,7 @@ class CacheStep:
                       "; ".join(map(str, match.steps)))  # fmt: skip
         if near:
             m.cache_candidate_similarity.observe(near[0][0].cosine)
-        if match.reason in ("verified", "rejected", "explore"):
+        if match.reason in ("verified", "respelled", "rejected", "explore"):
             m.cache_verifier_score.labels(match.reason).observe(match.score)
         answers = {c.entry_id: a for c, a in near}
         if match.candidate is not None:
@@ -259,6 +265,42 @@ class CacheStep:
                 found.candidate, found.match = answer, match
         self._outcome(ctx, found, f"{match.reason} {match.score:.3f}")
         return found
+
+    async def _decide(
+        self,
+        found: CacheLookup,
+        vector: np.ndarray,
+        draw: float,
+        respelled: Respelling | None = None,
+    ) -> tuple[Match, list[tuple[Candidate, CachedAnswer]]]:
+        """The nearest entries to ``vector`` and the matcher's decision on them (the asked
+        words, or ``respelled``)."""
+        assert self.store is not None
+        async with asyncio.timeout(self.redis_timeout_s):
+            near = await self.store.lookup(vector, partition=found.partition, context=found.context)
+        candidates = [c for c, _ in near]
+        if respelled is not None:
+            decide = functools.partial(self.matcher.decide_respelled, vector, found.text, respelled)
+        else:
+            decide = functools.partial(self.matcher.decide, vector, found.text)
+        if self.matcher.blocking and candidates:
+            # A cross-encoder run takes milliseconds: off the event loop.
+            return await asyncio.to_thread(decide, candidates, draw=draw), near
+        return decide(candidates, draw=draw), near
+
+    async def _second_look(
+        self, found: CacheLookup, respelled: Respelling, draw: float
+    ) -> tuple[Match, list[tuple[Candidate, CachedAnswer]]] | None:
+        """The decision on the question with its typos fixed; None where it could not be
+        made (the miss stands: the first look worked)."""
+        text = cache_key.conversation_text(found.messages, self.window, last=respelled.text)
+        vector = await self._embed(text)
+        if vector is None:
+            return None
+        try:
+            return await self._decide(found, vector, draw, respelled)
+        except (TimeoutError, CacheUnavailable):
+            return None
 
     def _failed(self, ctx: RequestContext) -> None:
         """Redis or the embedder failed: serve without the cache (and store nothing)."""

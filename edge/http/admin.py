@@ -113,6 +113,7 @@ async def stats(cache: SemanticCache, matcher: Matcher) -> dict[str, Any]:
             "false_hit_budget": matcher.policy.delta,
             "threshold": matcher.threshold,
             "candidate_floor": matcher.policy.floor,
+            "respell": matcher.speller is not None,  # the second look at typos
         },
     }
 

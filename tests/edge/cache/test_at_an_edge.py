@@ -131,6 +131,19 @@ def test_a_negation_is_not_served_and_the_verifier_decided(
     assert eventually(learned, timeout=20)
 
 
+def test_a_question_with_a_typo_is_found_by_a_second_look(
+    edge: str, keys: Keys, trained_verifier: Path
+) -> None:
+    t = tag()
+    cached(edge, keys.alpha, user(f"Say hello to the restaurant ({t})."))
+    # "restuarant" puts the question at cosine 0.75, under the floor: only the respelled
+    # look finds the cached one, and the verifier reads the question as asked.
+    r = ask(edge, keys.alpha, user(f"say hello to the restuarant ({t})."))
+    assert r.headers["x-edgecore-tier"] == "cache"
+    assert r.headers["x-edgecore-cache-match"].startswith("respelled")
+    assert metric(edge, "edgecore_cache_match_decisions_total", 'reason="respelled"') >= 1
+
+
 def test_a_hit_reports_its_tokens_as_cached(edge: str, keys: Keys) -> None:
     hit = cached(edge, keys.alpha, user(f"Say hello to {tag()}."))
     usage = hit.json()["usage"]
@@ -157,6 +170,7 @@ def test_stats_name_the_verifier_and_the_budget(
     assert matching["false_hit_budget"] == 0.1 and matching["candidate_floor"] == 0.85
     assert matching["verifier"] and 0.5 < matching["threshold"] < 1.0
     assert matching["cross_encoder"]  # the stacked verifier, with its cross-encoder, is live
+    assert matching["respell"]
 
 
 def test_a_word_for_word_repeat_skips_the_embedding(edge: str, keys: Keys) -> None:

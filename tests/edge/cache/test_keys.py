@@ -75,6 +75,9 @@ def test_conversation_text_puts_newest_turn_first() -> None:
         ]
     ).messages
     assert cache_key.conversation_text(msgs, 2) == "user: three\nassistant: two"
+    # The respelled look embeds the same conversation with the last message fixed.
+    fixed = cache_key.conversation_text(msgs, 2, last="thre")
+    assert fixed == "user: thre\nassistant: two"
 
 
 def test_cacheable() -> None:

@@ -7,7 +7,6 @@ and none was tuned on (the intent pair's verbs are on no list).
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -111,7 +110,7 @@ def test_the_models_alone_refuse_a_formula_with_another_sign(
     # With the contrast veto off, the decision is the models'. Before the generated operator
     # pairs (issue 32) they served this pair at 0.96.
     emb, matcher = shipped
-    models_only = Matcher(matcher.verifier, replace(matcher.policy, contrast=False))
+    models_only = matcher.with_policy(contrast=False)
     served, steps = _serves((emb, models_only), *KINDS["formula"][:2])
     assert not served, steps
 

@@ -1,0 +1,199 @@
+"""The cache's second look at a question with typos (edge.cache.spelling): which words are
+fixed, that the fix only finds neighbours (the decision reads the question as asked, from a
+cached question that has the fixed word), and the cache step's second lookup. The dictionary
+is the real one (symspellpy's); the store and the embedder are fakes, the verifier a
+stand-in that reads the cosine."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from starlette.datastructures import Headers
+
+from edge.cache.match import Candidate, Matcher, MatchPolicy
+from edge.cache.spelling import Speller, respell
+from edge.cache.step import CacheStep
+from edge.cache.store import CachedAnswer, CacheUnavailable
+from edge.embedder import BatchingEmbedder
+from edge.settings import CacheSettings
+from edge.tenancy.keys import Tenant
+from shared.lexicon import NEGATIONS
+from tests.edge.cache.test_decision import cosine_verifier, unit
+from tests.edge.cache.test_step import METRICS, Store, context, request
+from tests.edge.fakes import Embedder
+
+
+@pytest.fixture(scope="module")
+def speller() -> Speller:
+    return Speller()
+
+
+def test_unknown_words_are_fixed_to_the_nearest_known_one(speller: Speller) -> None:
+    fixed = speller.respell("how do i restrat my router")
+    assert fixed is not None and fixed.text == "how do i restart my router"
+    assert fixed.fixes == (("restrat", "restart"),)
+    both = speller.respell("whats the diffrence between a tablspoon and a cup?")
+    assert both is not None
+    assert both.text == "whats the difference between a tablespoon and a cup?"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how do I restart my router",  # nothing misspelt
+        "what is async in python",  # "sync" changes the first letter
+        "install numpy on ubuntu",  # "bumpy", "lumpy": another first letter
+        "how to restart a pod in k8s",  # digits: as written
+        "is coffee bad for ur heart",  # under four letters
+        "Waht does Kubernets do",  # capitalised: names, acronyms, sentence starts
+    ],
+)
+def test_what_is_left_as_written(speller: Speller, text: str) -> None:
+    assert speller.respell(text) is None
+
+
+def test_a_fix_keeps_the_first_letter_and_needs_a_suggestion() -> None:
+    def known(word: str) -> bool:
+        return word in {"house", "mouse"}
+
+    nearest = {"hause": "house", "gouse": "mouse", "qwrtz": None}.get
+    fixed = respell("a hause, a gouse, a qwrtz", known, nearest)
+    assert fixed is not None and fixed.text == "a house, a gouse, a qwrtz"
+    assert fixed.fixes == (("hause", "house"),)
+    assert respell("a house", known, nearest) is None
+
+
+def test_a_fix_is_confirmed_only_by_a_cached_question_with_the_word(speller: Speller) -> None:
+    fixed = speller.respell("how do i restrat my router")
+    assert fixed is not None
+    assert fixed.confirmed_by("How do I RESTART my router?")
+    assert not fixed.confirmed_by("how do I reboot my router")
+
+
+WORDS = ["restrat", "router", "not", "never", "Berlin", "3x", "+", "-", "=", "2", "10%"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(WORDS) | st.from_regex(r"[a-z]{1,9}", fullmatch=True), max_size=12))
+def test_only_misspelt_lowercase_words_change(speller: Speller, words: list[str]) -> None:
+    """Operators, digits, negations, capitalised words and punctuation always survive."""
+    text = " ".join(words)
+    fixed = speller.respell(text)
+    if fixed is None:
+        return
+    before, after = text.split(" "), fixed.text.split(" ")
+    assert len(before) == len(after)
+    for old, new in zip(before, after, strict=True):
+        if old != new:
+            assert re.fullmatch(r"[a-z]{4,}", old) and not speller.known(old)
+            assert new[0] == old[0] and old not in NEGATIONS
+
+
+def answer(entry: str) -> CachedAnswer:
+    return CachedAnswer("Unplug it for ten seconds.", "stop", None, "m", 0.0, entry)
+
+
+def test_the_fix_finds_neighbours_and_the_decision_reads_the_question_as_asked(
+    speller: Speller,
+) -> None:
+    matcher = Matcher(cosine_verifier(), MatchPolicy(floor=0.8), speller)
+    asked = "how do i restrat my router"
+    fixed = matcher.respelling(asked)
+    assert fixed is not None
+    q = unit(1, 0, 0, 0)
+    cached = "how do i restart my router"
+    # The fixed words equal the cached ones, but that is a guess: no "exact" shortcut (the
+    # chain reads "restrat"); the verifier decides, here on the cosine.
+    close = Candidate("e1", 0.86, cached, unit(0.86, float(np.sqrt(1 - 0.86**2)), 0, 0))
+    refused = matcher.decide_respelled(q, asked, fixed, [close])
+    assert (refused.serve, refused.reason, refused.decided_by) == (
+        False,
+        "rejected",
+        "picker:delta",
+    )
+    served = matcher.decide_respelled(q, asked, fixed, [Candidate("e1", 0.99, cached, q)])
+    assert (served.serve, served.reason) == (True, "respelled")
+    assert [s.name for s in served.steps][:2] == ["partition", "spelling"]
+    # A cached question without the fixed word is not a candidate for the guess.
+    reboot = Candidate("e2", 0.99, "reboot my router", q)
+    other = matcher.decide_respelled(q, asked, fixed, [reboot])
+    assert (other.serve, other.reason, other.decided_by) == (False, "unconfirmed", "spelling")
+
+
+def test_no_second_look_without_a_verifier(speller: Speller) -> None:
+    assert Matcher(None, MatchPolicy(min_similarity=0.9), speller).respelling("restrat") is None
+
+
+class TwoLooks(Store):
+    """Each KNN search answers the next list: the asked words, then the respelled ones."""
+
+    def __init__(self, *looks: list[tuple[Candidate, CachedAnswer]] | None) -> None:
+        super().__init__()
+        self.looks = list(looks)
+
+    async def lookup(self, *_: Any, **__: Any) -> list[tuple[Candidate, CachedAnswer]]:
+        self.reads += 1
+        near = self.looks.pop(0)
+        if near is None:
+            raise CacheUnavailable("down")
+        return near
+
+
+def second_look(speller: Speller | None, store: TwoLooks, text: str) -> tuple[Any, str]:
+    step = CacheStep(
+        store,  # type: ignore[arg-type]
+        BatchingEmbedder(Embedder()),  # type: ignore[arg-type]
+        Matcher(cosine_verifier(), MatchPolicy(floor=0.8), speller),
+        METRICS,
+        CacheSettings(),
+        redis_timeout_s=1.0,
+    )
+    ctx = context()
+
+    async def run() -> Any:
+        assert step.embedder is not None
+        step.embedder.start()
+        try:
+            return await step.lookup(request(text), Headers({}), ctx, Tenant())
+        finally:
+            await step.embedder.close()
+
+    return asyncio.run(run()), ctx.cache
+
+
+CACHED = "how do i restart my router"
+
+
+def looks() -> tuple[list[tuple[Candidate, CachedAnswer]], list[tuple[Candidate, CachedAnswer]]]:
+    vector = np.full(4, 0.5, dtype=np.float32)  # what the fake embedder gives every text
+    far = [(Candidate("e1", 0.62, CACHED, vector), answer("e1"))]  # the typo: under the floor
+    near = [(Candidate("e1", 0.99, CACHED, vector), answer("e1"))]
+    return far, near
+
+
+def test_the_step_looks_again_with_the_typos_fixed(speller: Speller) -> None:
+    store = TwoLooks(*looks())
+    found, outcome = second_look(speller, store, "how do i restrat my router")
+    assert found.hit is not None and found.hit.entry_id == "e1" and outcome == "hit"
+    assert store.reads == 3  # exact words, the asked question's neighbours, the respelled
+
+
+def test_without_typos_or_a_speller_there_is_one_look(speller: Speller) -> None:
+    store = TwoLooks(*looks())
+    found, outcome = second_look(speller, store, CACHED + " now")
+    assert found.hit is None and outcome == "miss" and store.reads == 2
+    store = TwoLooks(*looks())
+    found, outcome = second_look(None, store, "how do i restrat my router")
+    assert found.hit is None and outcome == "miss" and store.reads == 2
+
+
+def test_a_failing_second_lookup_leaves_the_miss(speller: Speller) -> None:
+    far, _ = looks()
+    found, outcome = second_look(speller, TwoLooks(far, None), "how do i restrat my router")
+    assert found is not None and found.hit is None and outcome == "miss"
