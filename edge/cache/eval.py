@@ -64,12 +64,15 @@ def decide_pair(
     cached: tuple[str, np.ndarray],
     asked: tuple[str, np.ndarray],
 ) -> Match:
-    """The edge's decision on one (cached, asked) pair: the asked words, then, on a miss,
-    the asked question respelled (``CacheStep.semantic``). ``embed``: one embedding text's
-    vector (only asked for the respelled question). Of the two, the more confident: a
-    refused look and one that serves at this budget are told apart by confidence, so one
-    pass still gives the decision at every budget (``bench.cache_quality``)."""
+    """The edge's decision on one (cached, asked) pair, as ``CacheStep`` makes it: the
+    cached question stored under its respelled vector when it has typos, the asked words,
+    then, on a miss, the asked question respelled. ``embed``: one embedding text's vector
+    (only asked for respelled questions). Of the two looks, the more confident: a refused
+    look and one that serves at this budget are told apart by confidence, so one pass
+    still gives the decision at every budget (``bench.cache_quality``)."""
     (a, va), (b, vb) = cached, asked
+    if (stored := matcher.respelling(a)) is not None:
+        va = embed(embed_text(stored.text))
     first = matcher.decide(vb, b, [Candidate("a", float(va @ vb), a, va)])
     respelled = None if first.serve else matcher.respelling(b)
     if respelled is None or not respelled.confirmed_by(a):

@@ -7,15 +7,20 @@ ever asked about the pair. On a miss, the cache looks again with the question re
 dictionary it ships, one edit away (a transposition is one edit).
 
 A fix is a guess, so it is narrow and checked:
-- only lower-case words of at least four letters that the dictionary does not know: names,
-  acronyms, numbers, "k8s" and short words ("ur") are left as written;
-- the fix keeps the first letter, where typos are rare: "async" is not "sync", "numpy" is
-  not "bumpy";
-- the most frequent word one edit away; none, no fix.
+- only lower-case words of at least four letters, standing alone, that the dictionary does
+  not know: names, acronyms, numbers, identifiers ("datasets.utils"), "k8s" and short words
+  ("ur") are left as written;
+- only a slip of a typing hand: a letter left out, two neighbours swapped or a letter
+  doubled ("restrat", "cofee", "grappes"), never another letter put in or in place of one,
+  which is how real words the dictionary lacks differ from ones it has ("sharding" is not
+  "sharing", "struct" not "struck");
+- the fix keeps the first letter, where typos are rare ("async" is not "sync");
+- exactly one such word; two ("strng": string or strong), no fix.
 
 The fixed question only finds neighbours and stands in for the asked one's vector: the
 decision still reads the question as asked (the cross-encoder sees "restrat"), and only
-from a cached question that has every fixed word.
+from a cached question that has every fixed word. An entry whose question has typos is
+stored under its respelled vector too, so a question asked without them finds it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,30 @@ from importlib import resources
 MIN_LETTERS = 4
 DICTIONARY = "frequency_dictionary_en_82_765.txt"  # ships in the symspellpy wheel
 _WORD = re.compile(r"[A-Za-z0-9'\u2019]+")
+# A word standing alone: only quotes and brackets before it, sentence punctuation after, so
+# identifiers ("torch.utils.data", "iter_files", "`bool`") are never read as words.
+_TOKEN = re.compile(r"\S+")
+_ALONE = re.compile(r"([(\"'\u2018\u201c]*)([a-z]+)([.,?!;:)\"'\u2019\u201d]*)")
+
+
+def typo_of(typo: str, word: str) -> bool:
+    """Whether ``typo`` is ``word`` with a letter left out, two neighbours swapped, or a
+    letter doubled: the slips of a typing hand. Another letter put in or in place of one is
+    not: those are how real words differ ("sharding" / "sharing", "struct" / "struck",
+    "args" / "arts"), and the dictionary does not know every real word."""
+    if len(word) == len(typo) + 1:
+        return any(word[:i] + word[i + 1 :] == typo for i in range(len(word)))
+    if len(typo) == len(word) + 1:
+        return any(typo[i] == typo[i - 1] and typo[:i] + typo[i + 1 :] == word
+                   for i in range(1, len(typo)))  # fmt: skip
+    if len(typo) == len(word):
+        d = [i for i in range(len(word)) if word[i] != typo[i]]
+        return (
+            len(d) == 2
+            and d[1] == d[0] + 1
+            and (typo[d[0]], typo[d[1]]) == (word[d[1]], word[d[0]])
+        )
+    return False
 
 
 @dataclass(frozen=True)
@@ -38,31 +67,34 @@ class Respelling:
     fixes: tuple[tuple[str, str], ...]  # (as written, as fixed)
 
     def confirmed_by(self, cached: str) -> bool:
-        """Whether the cached question has every fixed word: the guess, seen in its text."""
+        """Whether the cached question has every fixed word (the guess, seen in its text),
+        or the same typo (both were stored and asked under their respelled vectors)."""
         words = {w.lower() for w in _WORD.findall(cached)}
-        return all(fixed in words for _, fixed in self.fixes)
+        return all(fixed in words or typo in words for typo, fixed in self.fixes)
 
 
 def respell(
     text: str, known: Callable[[str], bool], nearest: Callable[[str], str | None]
 ) -> Respelling | None:
-    """``text`` with each unknown lower-case word of ``MIN_LETTERS`` or more replaced by
-    ``nearest(word)`` when that keeps its first letter; None when nothing was fixed."""
+    """``text`` with each unknown lower-case word of ``MIN_LETTERS`` or more that stands
+    alone replaced by ``nearest(word)``, when that keeps its first letter and the word is
+    a slip of it (``typo_of``); None when nothing was fixed."""
     fixes: list[tuple[str, str]] = []
 
     def fix(m: re.Match[str]) -> str:
-        word = m.group()
-        if len(word) < MIN_LETTERS or not (word.isascii() and word.isalpha() and word.islower()):
-            return word
-        if known(word):
-            return word
+        alone = _ALONE.fullmatch(m.group())
+        if alone is None:
+            return m.group()
+        before, word, after = alone.groups()
+        if len(word) < MIN_LETTERS or known(word):
+            return m.group()
         fixed = nearest(word)
-        if not fixed or fixed == word or fixed[0] != word[0]:
-            return word
+        if not fixed or fixed[0] != word[0] or not typo_of(word, fixed):
+            return m.group()
         fixes.append((word, fixed))
-        return fixed
+        return before + fixed + after
 
-    respelled = _WORD.sub(fix, text)
+    respelled = _TOKEN.sub(fix, text)
     return Respelling(respelled, tuple(fixes)) if fixes else None
 
 
@@ -84,11 +116,13 @@ class Speller:
         return word in self._words
 
     def nearest(self, word: str) -> str | None:
-        """The most frequent dictionary word one edit from ``word``."""
+        """The one dictionary word ``word`` is a slip of (``typo_of``), with its first letter;
+        None when there is none, or more than one ("strng": string or strong)."""
         from symspellpy import Verbosity
 
-        found = self._sym.lookup(word, Verbosity.TOP, max_edit_distance=1)
-        return str(found[0].term) if found else None
+        found = self._sym.lookup(word, Verbosity.ALL, max_edit_distance=1)
+        slips = {str(s.term) for s in found if s.term[:1] == word[:1] and typo_of(word, s.term)}
+        return slips.pop() if len(slips) == 1 else None
 
     def respell(self, text: str) -> Respelling | None:
         return respell(text, self.known, self.nearest)

@@ -6,7 +6,8 @@ after.
     embed:    the conversation's embedding (the router scores it too)
     semantic: nearest entries -> the matcher's decision (verifier, contrast checks); on a
               miss, once more with the question's typos fixed (``edge.cache.spelling``)
-    remember: store a complete answer, and tell a rejected neighbour whether it was right
+    remember: store a complete answer (under its respelled vector if it has typos), and
+              tell a rejected neighbour whether it was right
 
 Built once in the lifespan from its parts (Redis store, embedder, matcher, metrics); a
 Redis or embedder failure bypasses the cache for that request, it never fails it.
@@ -55,6 +56,7 @@ class CacheLookup:
     read: bool  # False: refresh (write only)
     text: str = ""  # the last message: what the matcher compares
     messages: list[Message] = field(default_factory=list)  # the conversation, as asked
+    respelled: np.ndarray | None = None  # its embedding with the typos fixed, once computed
     tenant: str = "default"
     max_entries: int = 10_000
     hit: CachedAnswer | None = None
@@ -294,7 +296,7 @@ class CacheStep:
         """The decision on the question with its typos fixed; None where it could not be
         made (the miss stands: the first look worked)."""
         text = cache_key.conversation_text(found.messages, self.window, last=respelled.text)
-        vector = await self._embed(text)
+        vector = found.respelled = await self._embed(text)
         if vector is None:
             return None
         try:
@@ -323,8 +325,22 @@ class CacheStep:
         a, b = await asyncio.gather(self.embedder.embed(cached), self.embedder.embed(fresh))
         return float(np.dot(a, b)) >= self.settings.answer_agreement
 
+    async def _stored_vector(self, found: CacheLookup, vector: np.ndarray) -> np.ndarray:
+        """What an entry is found by: its question's vector or, when the speller fixes typos
+        in it, the fixed question's, so a later question written without them finds it
+        (``decide_respelled`` finds it again from one with the same typos)."""
+        if found.respelled is not None:  # the second look embedded it
+            return found.respelled
+        respelled = self.matcher.respelling(found.text)
+        if respelled is None:
+            return vector
+        text = cache_key.conversation_text(found.messages, self.window, last=respelled.text)
+        fixed = await self._embed(text)
+        return vector if fixed is None else fixed
+
     async def _store(self, found: CacheLookup, vector: np.ndarray, answer: Answer) -> None:
         assert self.store is not None
+        vector = await self._stored_vector(found, vector)
         store, timeout = self.store, self.redis_timeout_s * 4
         entry = CachedAnswer(
             content=answer.content, finish_reason=answer.finish_reason or "stop",

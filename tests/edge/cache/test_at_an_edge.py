@@ -144,6 +144,18 @@ def test_a_question_with_a_typo_is_found_by_a_second_look(
     assert metric(edge, "edgecore_cache_match_decisions_total", 'reason="respelled"') >= 1
 
 
+def test_an_entry_with_a_typo_is_found_by_the_question_without_it(
+    edge: str, keys: Keys, trained_verifier: Path
+) -> None:
+    t = tag()
+    # Stored under its respelled vector: the question asked correctly is near it (its first
+    # look), and the verifier reads both as written.
+    cached(edge, keys.alpha, user(f"say hello to the restuarant ({t})."))
+    r = ask(edge, keys.alpha, user(f"Say hello to the restaurant ({t})."))
+    assert r.headers["x-edgecore-tier"] == "cache"
+    assert r.headers["x-edgecore-cache-match"].startswith("verified")
+
+
 def test_a_hit_reports_its_tokens_as_cached(edge: str, keys: Keys) -> None:
     hit = cached(edge, keys.alpha, user(f"Say hello to {tag()}."))
     usage = hit.json()["usage"]

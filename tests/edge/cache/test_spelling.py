@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
 from edge.cache.match import Candidate, Matcher, MatchPolicy
-from edge.cache.spelling import Speller, respell
+from edge.cache.spelling import Speller, respell, typo_of
 from edge.cache.step import CacheStep
 from edge.cache.store import CachedAnswer, CacheUnavailable
+from edge.context import Answer
 from edge.embedder import BatchingEmbedder
 from edge.settings import CacheSettings
 from edge.tenancy.keys import Tenant
@@ -48,24 +49,43 @@ def test_unknown_words_are_fixed_to_the_nearest_known_one(speller: Speller) -> N
     [
         "how do I restart my router",  # nothing misspelt
         "what is async in python",  # "sync" changes the first letter
-        "install numpy on ubuntu",  # "bumpy", "lumpy": another first letter
         "how to restart a pod in k8s",  # digits: as written
         "is coffee bad for ur heart",  # under four letters
         "Waht does Kubernets do",  # capitalised: names, acronyms, sentence starts
+        "what is sharding in databases",  # real words the dictionary lacks: a letter put in
+        "how do I use a struct in c",  # or another in place of one
+        "how do i split a strng",  # two slips fit: "string" and "strong"
+        "call torch.utils.data or iter_files on `bool`",  # identifiers
     ],
 )
 def test_what_is_left_as_written(speller: Speller, text: str) -> None:
     assert speller.respell(text) is None
 
 
-def test_a_fix_keeps_the_first_letter_and_needs_a_suggestion() -> None:
-    def known(word: str) -> bool:
-        return word in {"house", "mouse"}
+@pytest.mark.parametrize(
+    ("typo", "word", "slip"),
+    [
+        ("restrat", "restart", True),  # two neighbours swapped
+        ("cofee", "coffee", True),  # a letter left out
+        ("grappes", "grapes", True),  # a letter doubled
+        ("sharding", "sharing", False),  # another letter put in
+        ("struct", "struck", False),  # one in place of another
+        ("rtsetar", "restart", False),  # swapped, but not neighbours
+        ("restart", "restart", False),
+    ],
+)
+def test_a_slip_of_the_hand(typo: str, word: str, slip: bool) -> None:
+    assert typo_of(typo, word) is slip
 
-    nearest = {"hause": "house", "gouse": "mouse", "qwrtz": None}.get
-    fixed = respell("a hause, a gouse, a qwrtz", known, nearest)
-    assert fixed is not None and fixed.text == "a house, a gouse, a qwrtz"
-    assert fixed.fixes == (("hause", "house"),)
+
+def test_a_fix_keeps_the_first_letter_and_needs_a_slip() -> None:
+    def known(word: str) -> bool:
+        return word in {"house", "mouse", "shore"}
+
+    nearest = {"huose": "house", "muose": "house", "qwrtz": None, "shorre": "shore"}.get
+    fixed = respell("a (huose), a muose, a qwrtz, a shorre.", known, nearest)
+    assert fixed is not None and fixed.text == "a (house), a muose, a qwrtz, a shore."
+    assert fixed.fixes == (("huose", "house"), ("shorre", "shore"))
     assert respell("a house", known, nearest) is None
 
 
@@ -92,7 +112,7 @@ def test_only_misspelt_lowercase_words_change(speller: Speller, words: list[str]
     for old, new in zip(before, after, strict=True):
         if old != new:
             assert re.fullmatch(r"[a-z]{4,}", old) and not speller.known(old)
-            assert new[0] == old[0] and old not in NEGATIONS
+            assert new[0] == old[0] and old not in NEGATIONS and typo_of(old, new)
 
 
 def answer(entry: str) -> CachedAnswer:
@@ -145,10 +165,31 @@ class TwoLooks(Store):
         return near
 
 
-def second_look(speller: Speller | None, store: TwoLooks, text: str) -> tuple[Any, str]:
+class Recording(Embedder):
+    """The fake embedder, keeping each text it was asked to embed."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed_counted(self, items: list[Any]) -> tuple[np.ndarray, list[int]]:
+        self.texts.extend(str(i) for i in items)
+        return super().embed_counted(items)
+
+
+def ask(
+    speller: Speller | None,
+    store: TwoLooks,
+    text: str,
+    *,
+    embedder: Recording | None = None,
+    headers: Headers | None = None,
+    answer: Answer | None = None,
+) -> tuple[Any, str]:
+    """The cache step's lookup for ``text`` (then ``remember`` of ``answer``, if given):
+    what it found, and the request's cache outcome."""
     step = CacheStep(
         store,  # type: ignore[arg-type]
-        BatchingEmbedder(Embedder()),  # type: ignore[arg-type]
+        BatchingEmbedder(embedder or Recording()),  # type: ignore[arg-type]
         Matcher(cosine_verifier(), MatchPolicy(floor=0.8), speller),
         METRICS,
         CacheSettings(),
@@ -160,7 +201,11 @@ def second_look(speller: Speller | None, store: TwoLooks, text: str) -> tuple[An
         assert step.embedder is not None
         step.embedder.start()
         try:
-            return await step.lookup(request(text), Headers({}), ctx, Tenant())
+            found = await step.lookup(request(text), headers or Headers({}), ctx, Tenant())
+            if answer is not None:
+                step.remember(found, answer)
+                await step.drain()
+            return found
         finally:
             await step.embedder.close()
 
@@ -168,6 +213,7 @@ def second_look(speller: Speller | None, store: TwoLooks, text: str) -> tuple[An
 
 
 CACHED = "how do i restart my router"
+TYPO = "how do i restrat my router"
 
 
 def looks() -> tuple[list[tuple[Candidate, CachedAnswer]], list[tuple[Candidate, CachedAnswer]]]:
@@ -179,21 +225,45 @@ def looks() -> tuple[list[tuple[Candidate, CachedAnswer]], list[tuple[Candidate,
 
 def test_the_step_looks_again_with_the_typos_fixed(speller: Speller) -> None:
     store = TwoLooks(*looks())
-    found, outcome = second_look(speller, store, "how do i restrat my router")
+    found, outcome = ask(speller, store, TYPO)
     assert found.hit is not None and found.hit.entry_id == "e1" and outcome == "hit"
     assert store.reads == 3  # exact words, the asked question's neighbours, the respelled
 
 
 def test_without_typos_or_a_speller_there_is_one_look(speller: Speller) -> None:
     store = TwoLooks(*looks())
-    found, outcome = second_look(speller, store, CACHED + " now")
+    found, outcome = ask(speller, store, CACHED + " now")
     assert found.hit is None and outcome == "miss" and store.reads == 2
     store = TwoLooks(*looks())
-    found, outcome = second_look(None, store, "how do i restrat my router")
+    found, outcome = ask(None, store, TYPO)
     assert found.hit is None and outcome == "miss" and store.reads == 2
 
 
 def test_a_failing_second_lookup_leaves_the_miss(speller: Speller) -> None:
     far, _ = looks()
-    found, outcome = second_look(speller, TwoLooks(far, None), "how do i restrat my router")
+    found, outcome = ask(speller, TwoLooks(far, None), TYPO)
     assert found is not None and found.hit is None and outcome == "miss"
+
+
+@pytest.mark.parametrize(
+    ("question", "embedded"),
+    [(TYPO, [f"user: {TYPO}", f"user: {CACHED}"]), (CACHED, [f"user: {CACHED}"])],
+)
+def test_an_entry_with_typos_is_stored_under_its_respelled_vector(
+    speller: Speller, question: str, embedded: list[str]
+) -> None:
+    """So that the question asked without the typos finds it (its first look). Each text is
+    embedded once: the store reuses the second look's respelled vector."""
+    store, embedder = TwoLooks([], []), Recording()
+    ask(speller, store, question, embedder=embedder, answer=Answer("Unplug it.", "stop", None, "m"))
+    assert [a.prompt for a in store.stored] == [question]  # the text as asked
+    assert embedder.texts == embedded
+
+
+def test_a_refresh_embeds_the_respelled_question_to_store_it(speller: Speller) -> None:
+    store, embedder = TwoLooks(), Recording()
+    refresh = Headers({"x-edgecore-cache": "refresh"})  # write only: no look at all
+    stored = Answer("Unplug it.", "stop", None, "m")
+    ask(speller, store, TYPO, embedder=embedder, headers=refresh, answer=stored)
+    assert store.reads == 0 and len(store.stored) == 1
+    assert embedder.texts == [f"user: {TYPO}", f"user: {CACHED}"]
