@@ -131,29 +131,29 @@ def test_a_negation_is_not_served_and_the_verifier_decided(
     assert eventually(learned, timeout=20)
 
 
-def test_a_question_with_a_typo_is_found_by_a_second_look(
-    edge: str, keys: Keys, trained_verifier: Path
-) -> None:
-    t = tag()
-    cached(edge, keys.alpha, user(f"Say hello to the restaurant ({t})."))
-    # "restuarant" puts the question at cosine 0.75, under the floor: only the respelled
-    # look finds the cached one, and the verifier reads the question as asked.
-    r = ask(edge, keys.alpha, user(f"say hello to the restuarant ({t})."))
-    assert r.headers["x-edgecore-tier"] == "cache"
-    assert r.headers["x-edgecore-cache-match"].startswith("respelled")
-    assert metric(edge, "edgecore_cache_match_decisions_total", 'reason="respelled"') >= 1
+RIGHT, TYPO = "Say hello to the restaurant ({}).", "say hello to the restuarant ({})."
 
 
-def test_an_entry_with_a_typo_is_found_by_the_question_without_it(
-    edge: str, keys: Keys, trained_verifier: Path
+@pytest.mark.parametrize(
+    ("stored", "asked", "how"),
+    [
+        # "restuarant" puts the question at cosine 0.75 from the cached one, under the
+        # floor: only the respelled look finds it; the verifier reads it as asked.
+        (RIGHT, TYPO, "respelled"),
+        # An entry with a typo is stored under its respelled vector: the question asked
+        # without it is near it in the first look.
+        (TYPO, RIGHT, "verified"),
+    ],
+)
+def test_a_typo_on_either_side_is_no_miss(
+    edge: str, keys: Keys, trained_verifier: Path, stored: str, asked: str, how: str
 ) -> None:
     t = tag()
-    # Stored under its respelled vector: the question asked correctly is near it (its first
-    # look), and the verifier reads both as written.
-    cached(edge, keys.alpha, user(f"say hello to the restuarant ({t})."))
-    r = ask(edge, keys.alpha, user(f"Say hello to the restaurant ({t})."))
+    cached(edge, keys.alpha, user(stored.format(t)))
+    r = ask(edge, keys.alpha, user(asked.format(t)))
     assert r.headers["x-edgecore-tier"] == "cache"
-    assert r.headers["x-edgecore-cache-match"].startswith("verified")
+    assert r.headers["x-edgecore-cache-match"].startswith(how)
+    assert metric(edge, "edgecore_cache_match_decisions_total", f'reason="{how}"') >= 1
 
 
 def test_a_hit_reports_its_tokens_as_cached(edge: str, keys: Keys) -> None:
