@@ -106,6 +106,29 @@ def _names_in(text: str) -> set[str]:
     return names
 
 
+_SMALL = frozenset("of the and for on in to a an".split())
+
+
+def spelled_out(acronym: str, words: Sequence[str]) -> set[int]:
+    """Positions of the run of ``words`` (lower case) whose initials spell ``acronym`` (lower
+    case), small words counted or skipped: "nyc" in "new york city", "roi" in "return on
+    investment", "dui" in "driving under the influence". Empty when none does."""
+    n = len(acronym)
+    for i in range(len(words)):
+        for j in range(i + n, min(len(words), i + 2 * n) + 1):
+            run = words[i:j]
+            if run[0] in _SMALL or run[-1] in _SMALL:
+                continue
+            for kept in (run, [w for w in run if w not in _SMALL]):
+                if "".join(w[0] for w in kept) == acronym:
+                    return set(range(i, j))
+    return set()
+
+
+def _acronyms(text: str) -> set[str]:
+    return {w.lower() for _, w in cased_words(text) if 2 <= len(w) <= 6 and w.isupper()}
+
+
 def new_names(cached: str, asked: str) -> set[str]:
     """Names the asked question has and the cached one does not mention in any form.
 
@@ -114,13 +137,21 @@ def new_names(cached: str, asked: str) -> set[str]:
     learns to serve them; blind readers call such answers wrong (``bench.cache_audit``).
     Directional on purpose: a cached answer may cover less than the new question asks,
     never something else. A name counts as mentioned when a word of the cached question
-    shares its stem, or a prefix of at least four letters ("Pakistani" after "Pakistan").
+    shares its stem, or a prefix of at least four letters ("Pakistani" after "Pakistan"),
+    or when one side spells out the other's acronym ("NYC" / "New York City", "LA" / "los
+    angeles": ``spelled_out``).
     """
     have = {_stem(w) for _, w in cased_words(cached)}
+    words = [w.lower() for _, w in cased_words(asked)]
+    spelled = {_stem(words[i]) for a in _acronyms(cached) for i in spelled_out(a, words)}
+    cached_words = [w.lower() for _, w in cased_words(cached)]
+    short = {a for a in _acronyms(asked) if spelled_out(a, cached_words)}
     return {
         n
         for n in _names_in(asked)
-        if not any(
+        if n not in spelled
+        and n not in short
+        and not any(
             n == h or (min(len(n), len(h)) >= 4 and (n.startswith(h) or h.startswith(n)))
             for h in have
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge.cache.contrast import contrast_by
 from edge.cache.eval import load_pairs, operating_points
 from edge.cache.match import Candidate, Matcher, MatchPolicy, confidence, load_matcher
 from edge.cache.pair_checks import (
@@ -160,6 +161,24 @@ def test_an_asked_question_that_names_something_new_is_told_apart() -> None:
     assert not new_names("How do I learn english?", "How can I learn English?")
     assert not new_names("What's Stephen King's style?", "What is Stephen Kings style?")
     assert not new_names("What Pakistani think of Indians?", "What do people in Pakistan think?")
+
+
+@pytest.mark.parametrize(
+    ("cached", "asked", "new"),
+    [
+        ("best pizza in NYC", "best pizza in New York City", set()),
+        ("best pizza in New York City", "best pizza in NYC", set()),
+        ("flights los angeles to san francisco", "flights LA to SF", set()),
+        ("Is the ROI on solar panels good?", "Is the return on investment on solar good?", set()),
+        ("How do I fight a DUI?", "How do I fight a driving under the influence charge?", set()),
+        # Another place, spelled out or not, is still another place.
+        ("best pizza in NYC", "best pizza in Los Angeles", {"los", "angele"}),
+        ("flights to LA", "flights to SF", {"sf"}),
+    ],
+)
+def test_an_acronym_and_its_words_are_one_name(cached: str, asked: str, new: set[str]) -> None:
+    assert new_names(cached, asked) == new
+    assert (contrast_by(cached, asked) == "entity") is bool(new)
 
 
 def test_an_asked_text_that_asks_more_questions_is_told_apart() -> None:
