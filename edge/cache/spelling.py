@@ -7,9 +7,9 @@ ever asked about the pair. On a miss, the cache looks again with the question re
 dictionary it ships, one edit away (a transposition is one edit).
 
 A fix is a guess, so it is narrow and checked:
-- only lower-case words of at least four letters, standing alone, that the dictionary does
-  not know: names, acronyms, numbers, identifiers ("datasets.utils"), "k8s" and short words
-  ("ur") are left as written;
+- only lower-case words of at least four letters (or capitalised where a sentence starts),
+  standing alone, that the dictionary does not know: names, acronyms, numbers, identifiers
+  ("datasets.utils"), "k8s" and short words ("ur") are left as written;
 - only a slip of a typing hand: a letter left out, two neighbours swapped or a letter
   doubled ("restrat", "cofee", "grappes"), never another letter put in or in place of one,
   which is how real words the dictionary lacks differ from ones it has ("sharding" is not
@@ -36,7 +36,7 @@ _WORD = re.compile(r"[A-Za-z0-9'\u2019]+")
 # A word standing alone: only quotes and brackets before it, sentence punctuation after, so
 # identifiers ("torch.utils.data", "iter_files", "`bool`") are never read as words.
 _TOKEN = re.compile(r"\S+")
-_ALONE = re.compile(r"([(\"'\u2018\u201c]*)([a-z]+)([.,?!;:)\"'\u2019\u201d]*)")
+_ALONE = re.compile(r"([(\"'\u2018\u201c]*)([A-Za-z][a-z]+)([.,?!;:)\"'\u2019\u201d]*)")
 
 
 def typo_of(typo: str, word: str) -> bool:
@@ -77,22 +77,28 @@ def respell(
     text: str, known: Callable[[str], bool], nearest: Callable[[str], str | None]
 ) -> Respelling | None:
     """``text`` with each unknown lower-case word of ``MIN_LETTERS`` or more that stands
-    alone replaced by ``nearest(word)``, when that keeps its first letter and the word is
-    a slip of it (``typo_of``); None when nothing was fixed."""
+    alone (capitalised only where a sentence starts) replaced by ``nearest(word)``, when
+    that keeps its first letter and the word is a slip of it (``typo_of``); None when
+    nothing was fixed."""
     fixes: list[tuple[str, str]] = []
 
     def fix(m: re.Match[str]) -> str:
         alone = _ALONE.fullmatch(m.group())
         if alone is None:
             return m.group()
-        before, word, after = alone.groups()
+        before, written, after = alone.groups()
+        # A capital only where a sentence starts ("Waht is ...?"); elsewhere it is a name.
+        opens = written[0].isupper()
+        if opens and text[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?", ":"):
+            return m.group()
+        word = written.lower()
         if len(word) < MIN_LETTERS or known(word):
             return m.group()
         fixed = nearest(word)
         if not fixed or fixed[0] != word[0] or not typo_of(word, fixed):
             return m.group()
         fixes.append((word, fixed))
-        return before + fixed + after
+        return before + (fixed.capitalize() if opens else fixed) + after
 
     respelled = _TOKEN.sub(fix, text)
     return Respelling(respelled, tuple(fixes)) if fixes else None

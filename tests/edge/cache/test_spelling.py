@@ -42,6 +42,11 @@ def test_unknown_words_are_fixed_to_the_nearest_known_one(speller: Speller) -> N
     both = speller.respell("whats the diffrence between a tablspoon and a cup?")
     assert both is not None
     assert both.text == "whats the difference between a tablespoon and a cup?"
+    # Where a sentence starts, a capitalised word is read in lower case, and keeps its capital.
+    opening = speller.respell("Waht is photosyntesis? Whree does it happen?")
+    assert opening is not None
+    assert opening.text == "What is photosynthesis? Where does it happen?"
+    assert opening.fixes[0] == ("waht", "what")
 
 
 @pytest.mark.parametrize(
@@ -51,7 +56,8 @@ def test_unknown_words_are_fixed_to_the_nearest_known_one(speller: Speller) -> N
         "what is async in python",  # "sync" changes the first letter
         "how to restart a pod in k8s",  # digits: as written
         "is coffee bad for ur heart",  # under four letters
-        "Waht does Kubernets do",  # capitalised: names, acronyms, sentence starts
+        "What does Kubernets do",  # capitalised past a sentence start: a name
+        "how do I restart my SERVRE",  # all capitals: an acronym
         "what is sharding in databases",  # real words the dictionary lacks: a letter put in
         "how do I use a struct in c",  # or another in place of one
         "how do i split a strng",  # two slips fit: "string" and "strong"
