@@ -78,7 +78,7 @@ def decide_pair(
     if respelled is None or not respelled.confirmed_by(a):
         return first
     v2 = embed(embed_text(respelled.text))
-    second = matcher.decide_respelled(v2, b, respelled, [Candidate("a", float(va @ v2), a, va)])
+    second = matcher.decide_respelled(v2, respelled, [Candidate("a", float(va @ v2), a, va)])
     return second if second.confidence > first.confidence else first
 
 

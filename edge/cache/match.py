@@ -23,10 +23,10 @@ one decided; ``eval cache --show-false-hits`` and the debug log print them):
    one when the entry's estimated precision at that score is at least ``1 - delta``.
 
 On a miss, the cache step may look again with the asked question's typos fixed
-(``decide_respelled``, ``edge.cache.spelling``): the fixed question finds the neighbours and
-gives the vector the verifier compares, a ``spelling`` filter keeps the neighbours whose
-question has every fixed word, and the same chain then reads the question as asked (the
-models see the typo). What it serves has the reason ``respelled``.
+(``decide_respelled``, ``edge.cache.spelling``): the fixed question finds the neighbours, a
+``spelling`` filter keeps those whose question has every fixed word or the same typo, and
+the same chain then reads both questions through the same fixes. What it serves has the
+reason ``respelled``.
 
 Per-entry adaptation, in the spirit of vCache (Schroeder et al., arXiv 2502.03771;
 implemented from the paper): the verifier's held-out calibration is a prior worth
@@ -202,16 +202,16 @@ class Matcher:
     def decide_respelled(
         self,
         vector: np.ndarray,
-        text: str,
         respelled: Respelling,
         candidates: Sequence[Candidate],
         *,
         draw: float = 1.0,
     ) -> Match:
-        """The second look: ``candidates`` are the neighbours of ``respelled`` (``text`` with
-        its typos fixed), ``vector`` its embedding. ``spelling`` keeps those whose question
-        has every fixed word; then the chain as in ``decide``, reading ``text`` as asked: the
-        fix only finds the neighbours and stands in for the asked question's vector."""
+        """The second look: ``candidates`` are the neighbours of ``respelled`` (the asked
+        question with its typos fixed), ``vector`` its embedding. ``spelling`` keeps those
+        whose question has every fixed word or the same typo; then the chain as in
+        ``decide``, reading both questions through the same fixes (``Respelling.read``). The
+        candidate in the match carries its question as read."""
         steps = [Step("partition", f"{len(candidates)} neighbours")]
         fixed = ", ".join(f"{typo} > {word}" for typo, word in respelled.fixes)
         confirmed = [c for c in candidates if respelled.confirmed_by(c.prompt)]
@@ -219,7 +219,14 @@ class Matcher:
         if not confirmed:
             best = max(candidates, key=lambda c: c.cosine, default=None)
             return Match(best, 0.0, 0.0, False, "unconfirmed", steps=tuple(steps))
-        match = self._chain(vector, text, confirmed, draw, steps)
+        speller = self.speller
+        read = [
+            replace(
+                c, prompt=respelled.read(c.prompt, speller.respell(c.prompt) if speller else None)
+            )
+            for c in confirmed
+        ]
+        match = self._chain(vector, respelled.text, read, draw, steps)
         if match.serve:
             match = replace(match, reason="respelled")
         return replace(match, steps=tuple(steps))

@@ -17,10 +17,11 @@ A fix is a guess, so it is narrow and checked:
 - the fix keeps the first letter, where typos are rare ("async" is not "sync");
 - exactly one such word; two ("strng": string or strong), no fix.
 
-The fixed question only finds neighbours and stands in for the asked one's vector: the
-decision still reads the question as asked (the cross-encoder sees "restrat"), and only
-from a cached question that has every fixed word. An entry whose question has typos is
-stored under its respelled vector too, so a question asked without them finds it.
+The second look reads both questions through the same fixes (``Respelling.read``), and
+only from a cached question that has every fixed word or the same typo, so the decision
+compares what was meant, with every check and model as for any question. An entry whose
+question has typos is stored under its respelled vector, so a question asked without them
+finds it in the first look.
 """
 
 from __future__ import annotations
@@ -72,6 +73,16 @@ class Respelling:
         words = {w.lower() for w in _WORD.findall(cached)}
         return all(fixed in words or typo in words for typo, fixed in self.fixes)
 
+    def read(self, cached: str, own: Respelling | None) -> str:
+        """``cached`` read through the same fixes, so both questions are compared alike: a
+        typo the two share is fixed in both ("json" read as "jason" on one side only would
+        hide "convert json to yaml" / "convert yaml to json"), and the cached question's
+        own fixes (``own``) where this question has the fixed word."""
+        words = {w.lower() for w in _WORD.findall(self.text)}
+        mapping = dict(self.fixes)
+        mapping.update((typo, word) for typo, word in (own.fixes if own else ()) if word in words)
+        return _replaced(cached, mapping)
+
 
 def respell(
     text: str, known: Callable[[str], bool], nearest: Callable[[str], str | None]
@@ -102,6 +113,19 @@ def respell(
 
     respelled = _TOKEN.sub(fix, text)
     return Respelling(respelled, tuple(fixes)) if fixes else None
+
+
+def _replaced(text: str, mapping: dict[str, str]) -> str:
+    """``text`` with each word standing alone that ``mapping`` names (in lower case) replaced,
+    a capital kept."""
+
+    def swap(m: re.Match[str]) -> str:
+        alone = _ALONE.fullmatch(m.group())
+        if alone is None or (fixed := mapping.get(alone[2].lower())) is None:
+            return m.group()
+        return alone[1] + (fixed.capitalize() if alone[2][0].isupper() else fixed) + alone[3]
+
+    return _TOKEN.sub(swap, text) if mapping else text
 
 
 class Speller:

@@ -282,7 +282,7 @@ class CacheStep:
             near = await self.store.lookup(vector, partition=found.partition, context=found.context)
         candidates = [c for c, _ in near]
         if respelled is not None:
-            decide = functools.partial(self.matcher.decide_respelled, vector, found.text, respelled)
+            decide = functools.partial(self.matcher.decide_respelled, vector, respelled)
         else:
             decide = functools.partial(self.matcher.decide, vector, found.text)
         if self.matcher.blocking and candidates:

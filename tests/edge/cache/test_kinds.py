@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from edge.cache.eval import decide_pair
 from edge.cache.match import Candidate, Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
@@ -121,3 +122,23 @@ def test_the_test_builds_cross_encoder_counts_in_the_stack(trained_verifier: Pat
     meta = json.loads((trained_verifier / "verifier.json").read_text())
     _, _, w_mlp, w_cross, low, high = meta["stack"]
     assert w_cross * (high - low) >= 0.5 * w_mlp, meta["stack"]
+
+
+@pytest.mark.parametrize(
+    ("cached", "asked", "same"),
+    [
+        ("How do I change my password?", "how do i chnage my pasword?", True),
+        ("how do i chnage my pasword?", "How do I change my password?", True),  # cached typos
+        ("How do I renew my passport?", "how do i renwe my pasport from abroad?", False),
+    ],
+)
+def test_typos_on_either_side_are_read_as_meant(
+    shipped: tuple[Embedder, Matcher], cached: str, asked: str, same: bool
+) -> None:
+    """Issue 32, point 4: typos put a rewording under the floor. The decision as the cache
+    step makes it (stored under the fixed vector, a second look) serves the same question
+    and still refuses another one with an added scope."""
+    emb, matcher = shipped
+    a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
+    match = decide_pair(matcher, lambda t: emb.embed([t])[0], (cached, a), (asked, b))
+    assert match.serve is same, [str(s) for s in match.steps]

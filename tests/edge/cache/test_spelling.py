@@ -1,6 +1,6 @@
 """The cache's second look at a question with typos (edge.cache.spelling): which words are
-fixed, that the fix only finds neighbours (the decision reads the question as asked, from a
-cached question that has the fixed word), and the cache step's second lookup. The dictionary
+fixed, that the second look reads both questions through the same fixes (from a cached
+question that has the fixed word), and the cache step's second lookup. The dictionary
 is the real one (symspellpy's); the store and the embedder are fakes, the verifier a
 stand-in that reads the cosine."""
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
 from edge.cache.match import Candidate, Matcher, MatchPolicy
-from edge.cache.spelling import Speller, respell, typo_of
+from edge.cache.spelling import Respelling, Speller, respell, typo_of
 from edge.cache.step import CacheStep
 from edge.cache.store import CachedAnswer, CacheUnavailable
 from edge.context import Answer
@@ -125,31 +125,46 @@ def answer(entry: str) -> CachedAnswer:
     return CachedAnswer("Unplug it for ten seconds.", "stop", None, "m", 0.0, entry)
 
 
-def test_the_fix_finds_neighbours_and_the_decision_reads_the_question_as_asked(
-    speller: Speller,
-) -> None:
+def test_the_second_look_reads_both_questions_through_the_same_fixes(speller: Speller) -> None:
     matcher = Matcher(cosine_verifier(), MatchPolicy(floor=0.8), speller)
-    asked = "how do i restrat my router"
-    fixed = matcher.respelling(asked)
-    assert fixed is not None
     q = unit(1, 0, 0, 0)
     cached = "how do i restart my router"
-    # The fixed words equal the cached ones, but that is a guess: no "exact" shortcut (the
-    # chain reads "restrat"); the verifier decides, here on the cosine.
-    close = Candidate("e1", 0.86, cached, unit(0.86, float(np.sqrt(1 - 0.86**2)), 0, 0))
-    refused = matcher.decide_respelled(q, asked, fixed, [close])
+    fixed = matcher.respelling("how do i restrat my router")
+    assert fixed is not None
+    served = matcher.decide_respelled(q, fixed, [Candidate("e1", 0.86, cached, q)])
+    assert (served.serve, served.reason, served.decided_by) == (True, "respelled", "exact")
+    assert [s.name for s in served.steps][:2] == ["partition", "spelling"]
+    # Another question with the same typo: the models decide on the fixed words.
+    modem = matcher.respelling("how do i restrat my modem")
+    assert modem is not None
+    far = Candidate("e1", 0.86, cached, unit(0.86, float(np.sqrt(1 - 0.86**2)), 0, 0))
+    refused = matcher.decide_respelled(q, modem, [far])
     assert (refused.serve, refused.reason, refused.decided_by) == (
         False,
         "rejected",
         "picker:delta",
     )
-    served = matcher.decide_respelled(q, asked, fixed, [Candidate("e1", 0.99, cached, q)])
-    assert (served.serve, served.reason) == (True, "respelled")
-    assert [s.name for s in served.steps][:2] == ["partition", "spelling"]
-    # A cached question without the fixed word is not a candidate for the guess.
+    # A cached question without the fixed word (or the typo) is not a candidate for the guess.
     reboot = Candidate("e2", 0.99, "reboot my router", q)
-    other = matcher.decide_respelled(q, asked, fixed, [reboot])
+    other = matcher.decide_respelled(q, fixed, [reboot])
     assert (other.serve, other.reason, other.decided_by) == (False, "unconfirmed", "spelling")
+
+
+def test_a_typo_both_share_is_read_alike_on_both_sides() -> None:
+    # Were "json" read as "jason" on the asked side only, the swapped direction would hide.
+    asked = Respelling("convert yaml to jason", (("json", "jason"),))
+    assert asked.read("Convert JSON to YAML, json first", None) == (
+        "Convert JSON to YAML, jason first"
+    )
+    matcher = Matcher(cosine_verifier(), MatchPolicy(floor=0.8))
+    q = unit(1, 0, 0, 0)
+    swapped = matcher.decide_respelled(q, asked, [Candidate("e1", 0.99, "convert json to yaml", q)])
+    assert (swapped.serve, swapped.reason, swapped.contrast) == (False, "contrast", "direction")
+    # The cached question's own typos are fixed where the asked one has the word.
+    own = Respelling("how lnog to boil an egg", (("lnog", "long"),))
+    assert Respelling("how long to boil an egg", (("x", "y"),)).read(own.text, own) == (
+        "how long to boil an egg"
+    )
 
 
 def test_no_second_look_without_a_verifier(speller: Speller) -> None:
