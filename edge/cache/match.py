@@ -22,11 +22,12 @@ one decided; ``eval cache --show-false-hits`` and the debug log print them):
    ``scorer:cross_encoder`` on what the MLP did not settle; ``picker:delta`` serves the best
    one when the entry's estimated precision at that score is at least ``1 - delta``.
 
-On a miss, the cache step may look again with the asked question's typos fixed
-(``decide_respelled``, ``edge.cache.spelling``): the fixed question finds the neighbours, a
+Typos (``edge.cache.spelling``): a cached question is read with its own typos fixed where
+the asked one has the fixed word. On a miss, the cache step may look again with the asked
+question's typos fixed (``decide_respelled``): the fixed question finds the neighbours, a
 ``spelling`` filter keeps those whose question has every fixed word or the same typo, and
-the same chain then reads both questions through the same fixes. What it serves has the
-reason ``respelled``.
+the same chain then reads both questions through the same fixes. What either serves
+through a fix has the reason ``respelled``.
 
 Per-entry adaptation, in the spirit of vCache (Schroeder et al., arXiv 2502.03771;
 implemented from the paper): the verifier's held-out calibration is a prior worth
@@ -52,7 +53,7 @@ import numpy as np
 from edge.cache.contrast import contrast_by
 from edge.cache.pair_checks import told_apart_by
 from edge.cache.rewording import reworded
-from edge.cache.spelling import Respelling, Speller
+from edge.cache.spelling import Respelling, Speller, read_alike
 from edge.cache.verifier import ARTIFACT, Verifier, pair_features
 from edge.metrics import EdgeMetrics
 from edge.settings import CacheSettings, EdgeSettings
@@ -189,8 +190,23 @@ class Matcher:
         ``veto:told_apart``, ``scorer:mlp``, ``scorer:cross_encoder``) -> ``picker:delta``.
         ``draw`` is a uniform random number in [0, 1) for exploration (1.0: never)."""
         steps = [Step("partition", f"{len(candidates)} neighbours")]
-        match = self._chain(vector, text, candidates, draw, steps)
+        read = self._read(candidates, text)
+        match = self._chain(vector, text, read, draw, steps)
+        if match.serve and not any(match.candidate is c for c in candidates):
+            match = replace(match, reason="respelled")  # served as read through its fixes
         return replace(match, steps=tuple(steps))
+
+    def _read(self, candidates: Sequence[Candidate], text: str) -> Sequence[Candidate]:
+        """Each cached question with its own typos fixed where the asked one has the fixed
+        word (``read_alike``: "how lnog ..." beside "how long ..."), else as written."""
+        if self.speller is None or self.verifier is None:
+            return candidates
+        read = []
+        for c in candidates:
+            own = self.speller.respell(c.prompt)
+            prompt = c.prompt if own is None else read_alike(c.prompt, own, text)
+            read.append(c if prompt == c.prompt else replace(c, prompt=prompt))
+        return read
 
     def respelling(self, text: str) -> Respelling | None:
         """The asked question with its typos fixed, when it has any the speller can fix and

@@ -26,6 +26,7 @@ finds it in the first look.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,11 +34,15 @@ from importlib import resources
 
 MIN_LETTERS = 4
 DICTIONARY = "frequency_dictionary_en_82_765.txt"  # ships in the symspellpy wheel
-_WORD = re.compile(r"[A-Za-z0-9'\u2019]+")
 # A word standing alone: only quotes and brackets before it, sentence punctuation after, so
 # identifiers ("torch.utils.data", "iter_files", "`bool`") are never read as words.
 _TOKEN = re.compile(r"\S+")
-_ALONE = re.compile(r"([(\"'\u2018\u201c]*)([A-Za-z][a-z]+)([.,?!;:)\"'\u2019\u201d]*)")
+_ALONE = re.compile(r"([(\"'\u2018\u201c]*)([A-Za-z]+)([.,?!;:)\"'\u2019\u201d]*)")
+
+
+def _alone_words(text: str) -> set[str]:
+    """The words of ``text`` standing alone, in lower case."""
+    return {a[2].lower() for t in _TOKEN.findall(text) if (a := _ALONE.fullmatch(t))}
 
 
 def typo_of(typo: str, word: str) -> bool:
@@ -70,18 +75,26 @@ class Respelling:
     def confirmed_by(self, cached: str) -> bool:
         """Whether the cached question has every fixed word (the guess, seen in its text),
         or the same typo (both were stored and asked under their respelled vectors)."""
-        words = {w.lower() for w in _WORD.findall(cached)}
+        words = _alone_words(cached)
         return all(fixed in words or typo in words for typo, fixed in self.fixes)
 
     def read(self, cached: str, own: Respelling | None) -> str:
         """``cached`` read through the same fixes, so both questions are compared alike: a
         typo the two share is fixed in both ("json" read as "jason" on one side only would
-        hide "convert json to yaml" / "convert yaml to json"), and the cached question's
-        own fixes (``own``) where this question has the fixed word."""
-        words = {w.lower() for w in _WORD.findall(self.text)}
-        mapping = dict(self.fixes)
-        mapping.update((typo, word) for typo, word in (own.fixes if own else ()) if word in words)
-        return _replaced(cached, mapping)
+        hide "convert json to yaml" / "convert yaml to json")."""
+        return read_alike(cached, own, self.text, self.fixes)
+
+
+def read_alike(
+    cached: str, own: Respelling | None, asked: str, fixes: tuple[tuple[str, str], ...] = ()
+) -> str:
+    """``cached`` with ``fixes`` (the asked question's) and its own fixes (``own``) where
+    ``asked`` has the fixed word: "how lnog to boil an egg" is read "how long ..." beside
+    "how long to boil an egg", and as written beside anything else."""
+    words = _alone_words(asked)
+    mapping = dict(fixes)
+    mapping.update((typo, word) for typo, word in (own.fixes if own else ()) if word in words)
+    return _replaced(cached, mapping)
 
 
 def respell(
@@ -100,7 +113,9 @@ def respell(
         before, written, after = alone.groups()
         # A capital only where a sentence starts ("Waht is ...?"); elsewhere it is a name.
         opens = written[0].isupper()
-        if opens and text[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?", ":"):
+        if not written[1:].islower() or (
+            opens and text[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?", ":")
+        ):
             return m.group()
         word = written.lower()
         if len(word) < MIN_LETTERS or known(word):
@@ -123,7 +138,12 @@ def _replaced(text: str, mapping: dict[str, str]) -> str:
         alone = _ALONE.fullmatch(m.group())
         if alone is None or (fixed := mapping.get(alone[2].lower())) is None:
             return m.group()
-        return alone[1] + (fixed.capitalize() if alone[2][0].isupper() else fixed) + alone[3]
+        written = alone[2]
+        if written.isupper() and len(written) > 1:  # "JSON" read as "JASON"
+            fixed = fixed.upper()
+        elif written[0].isupper():
+            fixed = fixed.capitalize()
+        return alone[1] + fixed + alone[3]
 
     return _TOKEN.sub(swap, text) if mapping else text
 
@@ -154,5 +174,7 @@ class Speller:
         slips = {str(s.term) for s in found if s.term[:1] == word[:1] and typo_of(word, s.term)}
         return slips.pop() if len(slips) == 1 else None
 
+    @functools.lru_cache(maxsize=4096)  # noqa: B019  # one Speller per edge, for its life
     def respell(self, text: str) -> Respelling | None:
+        """Memoised: the first look reads each candidate's question through its fixes."""
         return respell(text, self.known, self.nearest)

@@ -141,8 +141,8 @@ RIGHT, TYPO = "Say hello to the restaurant ({}).", "say hello to the restuarant 
         # floor: only the respelled look finds it; the verifier reads it as asked.
         (RIGHT, TYPO, "respelled"),
         # An entry with a typo is stored under its respelled vector: the question asked
-        # without it is near it in the first look.
-        (TYPO, RIGHT, "verified"),
+        # without it is near it in the first look, which reads the entry's typo fixed.
+        (TYPO, RIGHT, "respelled"),
     ],
 )
 def test_a_typo_on_either_side_is_no_miss(

@@ -154,7 +154,7 @@ def test_a_typo_both_share_is_read_alike_on_both_sides() -> None:
     # Were "json" read as "jason" on the asked side only, the swapped direction would hide.
     asked = Respelling("convert yaml to jason", (("json", "jason"),))
     assert asked.read("Convert JSON to YAML, json first", None) == (
-        "Convert JSON to YAML, jason first"
+        "Convert JASON to YAML, jason first"
     )
     matcher = Matcher(cosine_verifier(), MatchPolicy(floor=0.8))
     q = unit(1, 0, 0, 0)
@@ -165,6 +165,20 @@ def test_a_typo_both_share_is_read_alike_on_both_sides() -> None:
     assert Respelling("how long to boil an egg", (("x", "y"),)).read(own.text, own) == (
         "how long to boil an egg"
     )
+
+
+def test_a_cached_question_is_read_with_its_typos_fixed_beside_the_words(
+    speller: Speller,
+) -> None:
+    matcher = Matcher(cosine_verifier(), MatchPolicy(floor=0.8), speller)
+    q = unit(1, 0, 0, 0)
+    typo = Candidate("e1", 0.99, "how lnog to boil an egg", q)
+    same = matcher.decide(q, "How long to boil an egg", [typo])
+    assert (same.serve, same.reason, same.decided_by) == (True, "respelled", "exact")
+    assert same.candidate is not None and same.candidate.entry_id == "e1"
+    # Beside a question without "long", it is read as written: not the same words.
+    other = matcher.decide(q, "how to boil an egg", [typo])
+    assert other.decided_by != "exact" and other.reason != "respelled"
 
 
 def test_no_second_look_without_a_verifier(speller: Speller) -> None:
