@@ -3,8 +3,8 @@
 MiniLM reads a misspelt word as other word pieces: "how do i restrat my router" sits at
 cosine 0.68 from "how do I restart my router", under the candidate floor, so no model is
 ever asked about the pair. On a miss, the cache looks again with the question respelled
-(``Matcher.decide_respelled``): SymSpell (symspellpy, MIT) with the English frequency
-dictionary it ships, one edit away (a transposition is one edit).
+(``Matcher.decide_respelled``), against the English frequency dictionary symspellpy (MIT)
+ships.
 
 A fix is a guess, so it is narrow and checked:
 - only lower-case words of at least four letters (or capitalised where a sentence starts),
@@ -149,18 +149,24 @@ def _replaced(text: str, mapping: dict[str, str]) -> str:
 
 
 class Speller:
-    """SymSpell over its bundled English dictionary: loaded once (about a second), in the
-    lifespan; ``respell`` is microseconds a word."""
+    """The English frequency dictionary symspellpy ships, as a plain set of words: loaded
+    once in the lifespan (tens of milliseconds); ``respell`` is tens of microseconds a
+    misspelt word.
+
+    Not symspellpy's ``SymSpell`` index: its precomputed deletes are about 400,000 Python
+    objects the garbage collector walks, and each full collection then took 110 ms instead
+    of 1.5 ms, a pause of the whole event loop. The slips ``typo_of`` allows are few enough
+    to generate for each unknown word instead.
+    """
 
     def __init__(self) -> None:
-        from symspellpy import SymSpell  # type: ignore[import-untyped]
-
-        self._sym = SymSpell(max_dictionary_edit_distance=1, prefix_length=7)
         source = resources.files("symspellpy") / DICTIONARY
-        with resources.as_file(source) as path:
-            if not self._sym.load_dictionary(str(path), term_index=0, count_index=1):
-                raise OSError(f"symspellpy's dictionary is missing: {path}")
-        self._words: dict[str, int] = self._sym.words
+        try:
+            lines = source.read_text(encoding="utf-8").splitlines()
+        except (FileNotFoundError, ModuleNotFoundError) as exc:
+            raise OSError(f"symspellpy's dictionary is missing: {exc}") from exc
+        # A set of str is not tracked by the garbage collector.
+        self._words = frozenset(line.split(" ", 1)[0] for line in lines if line)
 
     def known(self, word: str) -> bool:
         return word in self._words
@@ -168,10 +174,12 @@ class Speller:
     def nearest(self, word: str) -> str | None:
         """The one dictionary word ``word`` is a slip of (``typo_of``), with its first letter;
         None when there is none, or more than one ("strng": string or strong)."""
-        from symspellpy import Verbosity
-
-        found = self._sym.lookup(word, Verbosity.ALL, max_edit_distance=1)
-        slips = {str(s.term) for s in found if s.term[:1] == word[:1] and typo_of(word, s.term)}
+        n = len(word)
+        letters = "abcdefghijklmnopqrstuvwxyz'"  # "dont" is "don't" with one left out
+        left_out = {word[:i] + c + word[i:] for i in range(1, n + 1) for c in letters}
+        swapped = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, n - 1)}
+        doubled = {word[:i] + word[i + 1 :] for i in range(1, n) if word[i] == word[i - 1]}
+        slips = {w for w in left_out | swapped | doubled if w != word and w in self._words}
         return slips.pop() if len(slips) == 1 else None
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019  # one Speller per edge, for its life

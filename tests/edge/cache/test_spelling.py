@@ -7,6 +7,7 @@ stand-in that reads the cosine."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 from typing import Any
 
@@ -33,6 +34,17 @@ from tests.edge.fakes import Embedder
 @pytest.fixture(scope="module")
 def speller() -> Speller:
     return Speller()
+
+
+def test_the_dictionary_gives_the_garbage_collector_nothing_to_walk() -> None:
+    """symspellpy's own index was about 400,000 tracked objects: each full collection then
+    paused the event loop for 110 ms instead of 1.5 ms."""
+    Speller()  # the imports, once
+    gc.collect()
+    before = len(gc.get_objects())
+    speller = Speller()
+    assert len(gc.get_objects()) - before < 100
+    assert speller.known("restart") and not speller.known("restrat")
 
 
 def test_unknown_words_are_fixed_to_the_nearest_known_one(speller: Speller) -> None:
