@@ -295,8 +295,7 @@ class CacheStep:
     ) -> tuple[Match, list[tuple[Candidate, CachedAnswer]]] | None:
         """The decision on the question with its typos fixed; None where it could not be
         made (the miss stands: the first look worked)."""
-        text = cache_key.conversation_text(found.messages, self.window, last=respelled.text)
-        vector = found.respelled = await self._embed(text)
+        vector = await self._respelled_vector(found, respelled)
         if vector is None:
             return None
         try:
@@ -329,14 +328,21 @@ class CacheStep:
         """What an entry is found by: its question's vector or, when the speller fixes typos
         in it, the fixed question's, so a later question written without them finds it
         (``decide_respelled`` finds it again from one with the same typos)."""
-        if found.respelled is not None:  # the second look embedded it
-            return found.respelled
         respelled = self.matcher.respelling(found.text)
         if respelled is None:
             return vector
-        text = cache_key.conversation_text(found.messages, self.window, last=respelled.text)
-        fixed = await self._embed(text)
+        fixed = await self._respelled_vector(found, respelled)
         return vector if fixed is None else fixed
+
+    async def _respelled_vector(
+        self, found: CacheLookup, respelled: Respelling
+    ) -> np.ndarray | None:
+        """The conversation's embedding with its last message respelled: once per request
+        (the second look's is the one stored)."""
+        if found.respelled is None:
+            text = cache_key.conversation_text(found.messages, self.window, last=respelled.text)
+            found.respelled = await self._embed(text)
+        return found.respelled
 
     async def _store(self, found: CacheLookup, vector: np.ndarray, answer: Answer) -> None:
         assert self.store is not None
