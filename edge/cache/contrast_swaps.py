@@ -52,6 +52,16 @@ def _relations(words: Sequence[str]) -> set[tuple[str, str, str]]:
 
 
 _TOWARDS = frozenset(("to", "into", "onto", "towards"))
+# Who does what to whom, whatever the case: "I sue" / "sue me".
+_OBJECT_PRONOUNS = {"me": "i", "him": "he", "her": "she", "us": "we", "them": "they"}
+_PRONOUNS = frozenset(_OBJECT_PRONOUNS.values()) | {"you"}
+# A phrase led by one of these is a circumstance, which may move without changing the
+# question: "education during the occupation like in Singapore" / "education in Singapore
+# like during the occupation".
+_ADJUNCT_HEADS = frozenset(
+    "in on at during for after before while since until by from of with without about "
+    "under over near within across through".split()
+)
 _FROM = frozenset(("from", "out"))
 
 
@@ -113,23 +123,47 @@ def swapped(cached: str, asked: str) -> str | None:
             if left_a & right_b and right_a & left_b:
                 return "direction"
     # The same words, two phrases trading places across something that is not symmetric:
-    # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla".
-    if len(wa) == len(wb) and wa != wb:
-        start = next(i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y)
-        back = zip(wa[::-1], wb[::-1], strict=True)
-        end = len(wa) - next(i for i, (x, y) in enumerate(back) if x != y)
-        ma, mb = wa[start:end], wb[start:end]
-        for nx in range(1, min(4, len(ma))):
-            for ny in range(1, min(4, len(ma) - nx)):
-                one, mid, two = ma[:nx], ma[nx : len(ma) - ny], ma[len(ma) - ny :]
-                if mb != two + mid + one or not mid:
-                    continue
-                between = [w for w in mid if w not in _DETERMINERS]
-                if (
-                    any(_content(w) for w in one)
-                    and any(_content(w) for w in two)
-                    and between
-                    and not set(between) & (_SYMMETRIC | PUNCTUATION)
-                ):
-                    return "order"
+    # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla", "can I sue my
+    # landlord" / "can my landlord sue me".
+    if _traded(_arguments(wa), _arguments(wb)):
+        return "order"
     return None
+
+
+def _arguments(words: Sequence[str]) -> list[str]:
+    """The words that say who or what: determiners dropped ("a lower court" / "the lower
+    court"), object pronouns read as subjects ("me" / "I")."""
+    folded = (_OBJECT_PRONOUNS.get(w, w) for w in words)
+    return [w for w in folded if w not in _DETERMINERS]
+
+
+def _argument(phrase: Sequence[str]) -> bool:
+    return (
+        phrase[0] not in _ADJUNCT_HEADS
+        and any(_content(w) or w in _PRONOUNS for w in phrase)
+        and not set(phrase) & PUNCTUATION
+    )
+
+
+def _traded(a: Sequence[str], b: Sequence[str], longest: int = 32) -> bool:
+    """Whether ``b`` is ``a`` with two phrases, of any lengths, trading places across a
+    middle that is not symmetric ("A and B", "A vs B"): "the vice president overrule the
+    president" / "the president overrule the vice president". Texts over ``longest`` words
+    are not tried (the search is quartic in the words at worst)."""
+    if len(a) != len(b) or a == b or len(a) > longest or sorted(a) != sorted(b):
+        return False
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    for start in range(differ[0], -1, -1):  # the phrases may share words with what is around
+        for end in range(differ[-1] + 1, len(a) + 1):
+            sa, sb, n = a[start:end], b[start:end], end - start
+            for y in (y for y in range(1, n - 1) if sb[:y] == sa[n - y :]):
+                for x in (x for x in range(1, n - y) if sb[n - x :] == sa[:x]):
+                    one, mid, two = sa[:x], sa[x : n - y], sa[n - y :]
+                    if (
+                        sb[y : n - x] == mid
+                        and _argument(one)
+                        and _argument(two)
+                        and not set(mid) & (_SYMMETRIC | PUNCTUATION)
+                    ):
+                        return True
+    return False

@@ -72,6 +72,9 @@ entity | Do I need a visa to visit Japan? | Do I need a visa to visit China?
 condition | How do I reset my router? | How do I reset my router if I forgot the password?
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
+order | Can my boss fire me? | Can I fire my boss?
+order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
+order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
 """)
 
 # (kind, cached, asked): the same question; the shipped decision serves each of these.
@@ -105,6 +108,8 @@ NOT_CONTRASTS = [
     ("Is coffee healthy or not?", "Is coffee healthy?"),
     ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
     ("What is rent for one person in Berlin?", "What is rent for 1 person in Berlin?"),
+    # circumstances may move: only who does what to whom is an order
+    ("Was school during the war hard in Poland?", "Was school in Poland hard during the war?"),
     # "&" and "w/" for words write no formula
     ("How do I make pasta with garlic and olive oil?", "how do I make pasta w/ garlic & olive oil"),
 ]
