@@ -125,6 +125,23 @@ def spelled_out(acronym: str, words: Sequence[str]) -> set[int]:
     return set()
 
 
+_CAMEL_PART = re.compile(r"[A-Z][a-z]+")
+
+
+def _parts(text: str) -> tuple[list[str], list[int]]:
+    """The words of ``text`` in lower case, a capitalised compound split where its capitals
+    are ("JavaScript": java, script; "iPhone", "IQs" and "MemSQL" are one), and the word
+    each part is of."""
+    parts: list[str] = []
+    owner: list[int] = []
+    for i, (_, w) in enumerate(cased_words(text)):
+        split = _CAMEL_PART.findall(w) if w[0].isupper() and not w.isupper() else []
+        for part in split if len(split) > 1 and "".join(split) == w else [w]:
+            parts.append(part.lower())
+            owner.append(i)
+    return parts, owner
+
+
 def _acronyms(text: str) -> set[str]:
     return {w.lower() for _, w in cased_words(text) if 2 <= len(w) <= 6 and w.isupper()}
 
@@ -139,13 +156,14 @@ def new_names(cached: str, asked: str) -> set[str]:
     never something else. A name counts as mentioned when a word of the cached question
     shares its stem, or a prefix of at least four letters ("Pakistani" after "Pakistan"),
     or when one side spells out the other's acronym ("NYC" / "New York City", "LA" / "los
-    angeles": ``spelled_out``).
+    angeles", "JS" / "JavaScript": ``spelled_out``).
     """
     have = {_stem(w) for _, w in cased_words(cached)}
     words = [w.lower() for _, w in cased_words(asked)]
-    spelled = {_stem(words[i]) for a in _acronyms(cached) for i in spelled_out(a, words)}
-    cached_words = [w.lower() for _, w in cased_words(cached)]
-    short = {a for a in _acronyms(asked) if spelled_out(a, cached_words)}
+    parts, owner = _parts(asked)
+    spelled = {_stem(words[owner[i]]) for a in _acronyms(cached) for i in spelled_out(a, parts)}
+    cached_parts, _ = _parts(cached)
+    short = {a for a in _acronyms(asked) if spelled_out(a, cached_parts)}
     return {
         n
         for n in _names_in(asked)

@@ -174,6 +174,11 @@ def test_an_asked_question_that_names_something_new_is_told_apart() -> None:
         # Another place, spelled out or not, is still another place.
         ("best pizza in NYC", "best pizza in Los Angeles", {"los", "angele"}),
         ("flights to LA", "flights to SF", {"sf"}),
+        # A compound's capitals spell it; only a compound's ("IQs" is no "I Qs").
+        ("What is a closure in JavaScript?", "What is a closure in JS?", set()),
+        ("What is a closure in JS?", "What is a closure in JavaScript?", set()),
+        ("What is a closure in Java?", "What is a closure in JS?", {"js"}),
+        ("What do IITians think of NITs?", "What do IITians think of IIT?", {"iit"}),
     ],
 )
 def test_an_acronym_and_its_words_are_one_name(cached: str, asked: str, new: set[str]) -> None:
