@@ -184,6 +184,8 @@ _CONDITIONS = frozenset(
 
 
 _WHETHER = frozenset("know tell find out check see wonder ask sure determine decide test".split())
+# "Sorry if this is dumb, but ...": the asker's manners, not a condition on the answer.
+_MANNERS = frozenset("sorry apologies".split())
 
 
 def conditional(text: str) -> bool:
@@ -191,8 +193,10 @@ def conditional(text: str) -> bool:
     "When cooking steak, ..."); "when" opening a question ("When should I ...?") asks."""
     words = contrast_words(text)
     for i, w in enumerate(words):
-        if w == "if" and i and words[i - 1] in _WHETHER:
+        if w == "if" and i and words[i - 1] in _WHETHER | _MANNERS:
             continue  # "tell if", "find out if": whether
+        if w == "while" and i and words[i - 1] == "a":
+            continue  # "for a while": a time, not "while I am ..."
         if w in _CONDITIONS and not (w == "given" and i == 0):
             return True
         if w == "when":  # "When cooking steak, how ...?" sets a condition; "When is ...?" asks

@@ -72,6 +72,7 @@ entity | Do I need a visa to visit Japan? | Do I need a visa to visit China?
 condition | How do I reset my router? | How do I reset my router if I forgot the password?
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
+condition | Can I drink coffee? | Can I drink coffee while breastfeeding?
 order | Can my boss fire me? | Can I fire my boss?
 order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
@@ -108,6 +109,9 @@ NOT_CONTRASTS = [
     ("Is coffee healthy or not?", "Is coffee healthy?"),
     ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
     ("What is rent for one person in Berlin?", "What is rent for 1 person in Berlin?"),
+    # "a while" is a time and "sorry if" manners, not conditions of the question
+    ("How do magnets work?", "I've been curious for a while, how do magnets work?"),
+    ("Why do cats purr?", "Sorry if this is a silly question, but why do cats purr?"),
     # circumstances may move: only who does what to whom is an order
     ("Was school during the war hard in Poland?", "Was school in Poland hard during the war?"),
     # "&" and "w/" for words write no formula
