@@ -15,6 +15,19 @@ from __future__ import annotations
 import functools
 import re
 
+# Shorthand for a word, read as the word by every check ("w/ garlic" is "with garlic").
+_SHORTHAND = ((re.compile(r"\bw/o\b", re.IGNORECASE), "without"),
+              (re.compile(r"\bw/(?=\s)", re.IGNORECASE), "with"))  # fmt: skip
+
+
+def written_out(text: str) -> str:
+    """``text`` with its shorthand written out: "w/" and "w/o" (the rewording step compares
+    the marks of what is left, so "w/" must not count as a slash)."""
+    for pattern, word in _SHORTHAND:
+        text = pattern.sub(word, text)
+    return text
+
+
 _CONTRACTIONS = (
     (re.compile(r"\b(can)not\b"), r"\1 not"),
     (re.compile(r"\bcan't\b"), "can not"),
@@ -101,7 +114,7 @@ def _remembered(text: str) -> tuple[str, ...]:
 
 
 def _words(text: str) -> tuple[str, ...]:
-    t = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    t = written_out(text).lower().replace("\u2019", "'").replace("\u2018", "'")
     for symbol, word in _SYMBOLS.items():
         t = t.replace(symbol, word)
     for pattern, repl in _CONTRACTIONS:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from edge.cache.pair_checks import _stem
-from shared.lexicon import NEGATORS, PUNCTUATION, SYNONYMS, contrast_words
+from shared.lexicon import NEGATORS, PUNCTUATION, SYNONYMS, contrast_words, written_out
 
 # Words whose presence or absence does not change the question asked.
 _FILLER = frozenset("a an the please pls plz kindly just really actually is are am".split())
@@ -121,6 +121,7 @@ def _fixed(text: str) -> tuple[list[str], list[str], int]:
 
 def reworded(cached: str, asked: str) -> bool:
     """Whether ``asked`` is ``cached`` reworded without any change of meaning."""
+    cached, asked = written_out(cached), written_out(asked)
     if _unread(cached) != _unread(asked) or _fixed(cached) != _fixed(asked):
         return False
     a, b = canonical(cached), canonical(asked)

@@ -24,6 +24,8 @@ SAME = [
     ("Quickly, how can I cool a room?", "How can I cool a room quickly?"),
     ("How do I delete a git branch?", "How do I remove a git branch?"),
     ("Can I fly direct from Paris to Rome?", "From Paris, can I fly direct to Rome?"),
+    ("How do I make pasta with garlic?", "how do I make pasta w/ garlic"),
+    ("Can I bake bread without yeast?", "can I bake bread w/o yeast"),
 ]
 DIFFERENT = [
     ("How do I convert Celsius to Fahrenheit?", "How do I convert Fahrenheit to Celsius?"),
@@ -44,6 +46,8 @@ DIFFERENT = [
     ("What is the capital of Australia?", "What is the capital of Austria?"),
     ("How to be happy?", "How to happy?"),
     ("How do I convert a string to an int?", "How do I convert an int to a string?"),
+    ("Can I bake bread with yeast?", "can I bake bread w/o yeast"),
+    ("What is 3 / 4?", "What is 3 w/ 4?"),
 ]
 
 
