@@ -108,13 +108,21 @@ def _unread(text: str) -> list[str]:
 # Sentence punctuation and quotes (contractions) may differ; no other mark may.
 _PROSE_MARKS = re.compile(r"""[.,!?;:]+(?=\s|$)|['"\u2018\u2019\u201c\u201d]""")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_MARKED = re.compile(r"\w+|[^\w\s]")
 _NOT = re.compile(r"n['\u2019]t\b|(?<=can)not\b")
 
 
-def _fixed(text: str) -> tuple[list[str], list[str], int]:
+def _fixed(text: str) -> tuple[list[tuple[str, ...]], list[str], int]:
     """What a rewording may not change, and the words do not show: the marks in order
-    (operators, signs, brackets, symbols), the numbers as written, and the negations."""
-    marks = [c for c in _PROSE_MARKS.sub(" ", text) if not (c.isalnum() or c.isspace() or c == "_")]
+    (operators, signs, brackets, symbols), each with the words either side of it, spaced or
+    not ("'a%'" is not "'%a'": there "a" is the pattern, not an article; "1=-1" is "1 = -1"),
+    the numbers as written, and the negations."""
+    tokens = _MARKED.findall(_PROSE_MARKS.sub(" ", text).lower())
+    marks = [
+        tuple(tokens[max(0, i - 1) : i + 2])
+        for i, t in enumerate(tokens)
+        if not (t[0].isalnum() or t[0] == "_")
+    ]
     words = re.findall(r"[a-z]+", _NOT.sub(" not", text.lower()))
     return marks, _NUMBER.findall(text), sum(w in NEGATORS for w in words)
 

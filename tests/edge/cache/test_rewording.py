@@ -48,6 +48,9 @@ DIFFERENT = [
     ("How do I convert a string to an int?", "How do I convert an int to a string?"),
     ("Can I bake bread with yeast?", "can I bake bread w/o yeast"),
     ("What is 3 / 4?", "What is 3 w/ 4?"),
+    # a mark moved within what it is written against: "a" is the pattern, not the article
+    ("In SQL, what does LIKE 'a%' match?", "In SQL, what does LIKE '%a' match?"),
+    ("What does the glob x* match?", "What does the glob *x match?"),
 ]
 
 
