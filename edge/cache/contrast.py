@@ -186,6 +186,7 @@ _CONDITIONS = frozenset(
 _WHETHER = frozenset("know tell find out check see wonder ask sure determine decide test".split())
 # "Sorry if this is dumb, but ...": the asker's manners, not a condition on the answer.
 _MANNERS = frozenset("sorry apologies".split())
+_IF_NOT_A_CONDITION = _WHETHER | _MANNERS  # the word before "if"
 
 
 def conditional(text: str) -> bool:
@@ -193,8 +194,8 @@ def conditional(text: str) -> bool:
     "When cooking steak, ..."); "when" opening a question ("When should I ...?") asks."""
     words = contrast_words(text)
     for i, w in enumerate(words):
-        if w == "if" and i and words[i - 1] in _WHETHER | _MANNERS:
-            continue  # "tell if", "find out if": whether
+        if w == "if" and i and words[i - 1] in _IF_NOT_A_CONDITION:
+            continue  # "tell if", "find out if": whether; "sorry if": manners
         if w == "while" and i and words[i - 1] == "a":
             continue  # "for a while": a time, not "while I am ..."
         if w in _CONDITIONS and not (w == "given" and i == 0):

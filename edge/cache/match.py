@@ -203,10 +203,14 @@ class Matcher:
             return candidates
         read = []
         for c in candidates:
-            own = self.speller.respell(c.prompt)
+            own = self._own(c.prompt)
             prompt = c.prompt if own is None else read_alike(c.prompt, own, text)
             read.append(c if prompt == c.prompt else replace(c, prompt=prompt))
         return read
+
+    def _own(self, prompt: str) -> Respelling | None:
+        """A cached question's own typos, fixed (memoised by the speller)."""
+        return self.speller.respell(prompt) if self.speller is not None else None
 
     def respelling(self, text: str) -> Respelling | None:
         """The asked question with its typos fixed, when it has any the speller can fix and
@@ -235,13 +239,7 @@ class Matcher:
         if not confirmed:
             best = max(candidates, key=lambda c: c.cosine, default=None)
             return Match(best, 0.0, 0.0, False, "unconfirmed", steps=tuple(steps))
-        speller = self.speller
-        read = [
-            replace(
-                c, prompt=respelled.read(c.prompt, speller.respell(c.prompt) if speller else None)
-            )
-            for c in confirmed
-        ]
+        read = [replace(c, prompt=respelled.read(c.prompt, self._own(c.prompt))) for c in confirmed]
         match = self._chain(vector, respelled.text, read, draw, steps)
         if match.serve:
             match = replace(match, reason="respelled")

@@ -128,17 +128,17 @@ def spelled_out(acronym: str, words: Sequence[str]) -> set[int]:
 _CAMEL_PART = re.compile(r"[A-Z][a-z]+")
 
 
-def _parts(text: str) -> tuple[list[str], list[int]]:
+def _parts(text: str) -> tuple[list[str], list[str]]:
     """The words of ``text`` in lower case, a capitalised compound split where its capitals
     are ("JavaScript": java, script; "iPhone", "IQs" and "MemSQL" are one), and the word
-    each part is of."""
+    (in lower case) each part is of."""
     parts: list[str] = []
-    owner: list[int] = []
-    for i, (_, w) in enumerate(cased_words(text)):
+    owner: list[str] = []
+    for _, w in cased_words(text):
         split = _CAMEL_PART.findall(w) if w[0].isupper() and not w.isupper() else []
         for part in split if len(split) > 1 and "".join(split) == w else [w]:
             parts.append(part.lower())
-            owner.append(i)
+            owner.append(w.lower())
     return parts, owner
 
 
@@ -159,9 +159,8 @@ def new_names(cached: str, asked: str) -> set[str]:
     angeles", "JS" / "JavaScript": ``spelled_out``).
     """
     have = {_stem(w) for _, w in cased_words(cached)}
-    words = [w.lower() for _, w in cased_words(asked)]
     parts, owner = _parts(asked)
-    spelled = {_stem(words[owner[i]]) for a in _acronyms(cached) for i in spelled_out(a, parts)}
+    spelled = {_stem(owner[i]) for a in _acronyms(cached) for i in spelled_out(a, parts)}
     cached_parts, _ = _parts(cached)
     short = {a for a in _acronyms(asked) if spelled_out(a, cached_parts)}
     return {

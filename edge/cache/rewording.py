@@ -116,7 +116,9 @@ def _fixed(text: str) -> tuple[list[tuple[str, ...]], list[str], int]:
     """What a rewording may not change, and the words do not show: the marks in order
     (operators, signs, brackets, symbols), each with the words either side of it, spaced or
     not ("'a%'" is not "'%a'": there "a" is the pattern, not an article; "1=-1" is "1 = -1"),
-    the numbers as written, and the negations."""
+    the numbers as written, and the negations. Shorthand is written out first ("w/" is a
+    word, not a slash)."""
+    text = written_out(text)
     tokens = _MARKED.findall(_PROSE_MARKS.sub(" ", text).lower())
     marks = [
         tuple(tokens[max(0, i - 1) : i + 2])
@@ -129,7 +131,6 @@ def _fixed(text: str) -> tuple[list[tuple[str, ...]], list[str], int]:
 
 def reworded(cached: str, asked: str) -> bool:
     """Whether ``asked`` is ``cached`` reworded without any change of meaning."""
-    cached, asked = written_out(cached), written_out(asked)
     if _unread(cached) != _unread(asked) or _fixed(cached) != _fixed(asked):
         return False
     a, b = canonical(cached), canonical(asked)
