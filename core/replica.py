@@ -89,7 +89,8 @@ class Replica:
         self.load_at: float | None = None
         self.reachable = False  # last /metrics read worked (engines run elsewhere)
         self.served = 0
-        # Most requests of ours in flight since the last /metrics read ended.
+        # Most requests of ours (canary included) on the engine since the last /metrics
+        # read was sent: see poll_load.
         self._peak_since_poll = 0
 
     # --- state ---------------------------------------------------------------------------
@@ -154,7 +155,7 @@ class Replica:
             self.progress.started(time.monotonic())
         self.in_flight += 1
         self.served += 1
-        self._peak_since_poll = max(self._peak_since_poll, self.in_flight)
+        self._peak_since_poll = max(self._peak_since_poll, self._ours())
         self.idle.clear()
         return lease
 
@@ -221,6 +222,7 @@ class Replica:
         canary_running = self._canary is not None and not self._canary.done()
         if self.up and not canary_running and self.progress.canary_due(now, busy):
             self._canary = asyncio.create_task(self.canary(), name=f"canary-{self.name}")
+            self._peak_since_poll = max(self._peak_since_poll, self._ours())  # ours too
 
     async def canary(self) -> None:
         """One generated token, bounded by the progress timeout: a wedge found while idle
@@ -265,30 +267,38 @@ class Replica:
 
     # --- background ----------------------------------------------------------------------
 
+    def _ours(self) -> int:
+        canary = self._canary is not None and not self._canary.done()
+        return self.in_flight + canary
+
     async def poll_load(self) -> None:
         """Read the engine's /metrics once (load for the balancer, reachability)."""
-        # The engine's gauges may describe any instant since its last step: one of ours that
-        # ended since then (even during this read) would otherwise look like another
-        # gateway's for a whole interval and push this replica's conversations elsewhere.
-        # So the peak of ours since the last read counts as ours, and an engine that did
-        # no work since then has no one else's requests either (external_load).
+        # The engine's gauges describe its last step. If it worked since the previous read
+        # (its token counters moved), that step came after the previous read was *sent*;
+        # one of ours that ran any time since then (even one that ended during either read)
+        # would otherwise look like another gateway's for a whole interval and push this
+        # replica's conversations elsewhere. So the peak of ours since the previous read
+        # was sent counts as ours; an engine that did no work since has no one else's
+        # requests either (external_load).
+        earlier, self._peak_since_poll = self._peak_since_poll, self._ours()
         try:
             r = await self.client.get("/metrics", timeout=self.health.timeout_s)
             r.raise_for_status()
             load = parse_engine_load(r.text)
             previous = self.load if self.load_at is not None else None
-            self.external = external_load(load, self._peak_since_poll, previous)
+            ours = max(earlier, self._peak_since_poll)
+            self.external = external_load(load, ours, previous)
             self.load = load
             self.load_at = time.monotonic()
             self.reachable = True
             if self.progress.counters(self.load_at, load.tokens):
                 self._recovered("its token counters moved")
         except (httpx.HTTPError, ValueError):
+            # The next read compares with the last one that worked: keep its window.
+            self._peak_since_poll = max(earlier, self._peak_since_poll)
             if self.reachable and self.engine is None:
                 self.probe_missed()  # an engine run elsewhere: this poll is its health probe
             self.reachable = False
-        finally:
-            self._peak_since_poll = self.in_flight
 
     async def aclose(self) -> None:
         await cancel_and_wait([self._canary])

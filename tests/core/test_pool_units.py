@@ -116,6 +116,78 @@ def test_a_request_of_ours_that_ended_between_reads_is_not_another_gateways() ->
     assert asyncio.run(run()) == [0.0, 0.0]
 
 
+def test_our_request_that_ended_during_the_previous_read_is_not_another_gateways() -> None:
+    # CI failure (stop 51): the last of a test's requests ended while the engine answered a
+    # read; the read after it still showed it running (the gauge of the engine's last
+    # step, taken after the earlier read was sent) with tokens moved. Counting ours only
+    # from the end of the earlier read called it another gateway's, so the balancer kept
+    # a conversation's second copy on the busy replica instead of the idle one.
+    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
+    replica = Replica(config, Path("."), 5.0, None, lambda: None)
+    one_running = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
+    moved = one_running.replace(" 20.0", " 24.0")  # its last tokens, after the first read
+    pages = [one_running, moved, moved]
+
+    async def run() -> list[float]:
+        lease = replica.take()
+
+        def engine(request: httpx.Request) -> httpx.Response:
+            if replica.in_flight:
+                replica.give_back(lease)  # finishes while the engine answers the first read
+            return httpx.Response(200, text=pages.pop(0))
+
+        replica.client = httpx.AsyncClient(
+            base_url="http://engine", transport=httpx.MockTransport(engine)
+        )
+        seen = []
+        for _ in pages[:]:
+            await replica.poll_load()
+            seen.append(replica.external)
+        await replica.client.aclose()
+        return seen
+
+    assert asyncio.run(run()) == [0.0, 0.0, 0.0]
+
+
+def test_the_canary_is_ours() -> None:
+    # The idle-replica canary is this core's request; the engine's gauges showing it (or
+    # its stale trace) are not another gateway's load.
+    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
+    replica = Replica(config, Path("."), 5.0, None, lambda: None)
+    idle = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 1.0", " 0.0").replace(" 2.0", " 0.0")
+    one_running = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
+    pages = [idle, one_running.replace(" 20.0", " 21.0"), one_running.replace(" 20.0", " 21.0")]
+
+    async def run() -> list[float]:
+        answered = asyncio.Event()
+
+        async def engine(request: httpx.Request) -> httpx.Response:
+            if request.url.path == "/v1/completions":
+                await answered.wait()
+                return httpx.Response(200, json={"choices": [{"text": "!"}]})
+            return httpx.Response(200, text=pages.pop(0))
+
+        replica.client = httpx.AsyncClient(
+            base_url="http://engine", transport=httpx.MockTransport(engine)
+        )
+        await replica.poll_load()
+        replica.progress.canary_at = replica.progress.last = -1e9  # idle for ages: due
+        replica.reachable = True
+        replica.watch(0.0)
+        assert replica._canary is not None
+        await asyncio.sleep(0)
+        await replica.poll_load()  # the canary runs
+        seen = [replica.external]
+        answered.set()
+        await replica._canary
+        await replica.poll_load()  # it ended; its stale gauge is the only trace
+        seen.append(replica.external)
+        await replica.client.aclose()
+        return seen
+
+    assert asyncio.run(run()) == [0.0, 0.0]
+
+
 def chat(system: str | None, *turns: str) -> dict[str, object]:
     messages = [{"role": "system", "content": system}] if system else []
     roles = ["user", "assistant"]
