@@ -6,7 +6,7 @@ my games to a new drive" / "... from a new drive". Part of ``contrast.contrast_b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from shared.lexicon import NEGATIONS, PUNCTUATION, QUESTION_WORDS, STOPWORDS, contrast_words
 
@@ -145,25 +145,58 @@ def _argument(phrase: Sequence[str]) -> bool:
     )
 
 
-def _traded(a: Sequence[str], b: Sequence[str], longest: int = 32) -> bool:
+def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
     """Whether ``b`` is ``a`` with two phrases, of any lengths, trading places across a
     middle that is not symmetric ("A and B", "A vs B"): "the vice president overrule the
-    president" / "the president overrule the vice president". Texts over ``longest`` words
-    are not tried (the search is quartic in the words at worst)."""
+    president" / "the president overrule the vice president"."""
+    return any(
+        _argument(one) and _argument(two) and not set(mid) & (_SYMMETRIC | PUNCTUATION)
+        for one, mid, two in _trades(a, b)
+    )
+
+
+# Joining two sides whose order is free: "A or B", "A and B", "between A and B", "A vs B".
+# Not "with" ("replace A with B") nor "between" alone.
+_COORDINATORS = frozenset(("and", "or", "vs", "&"))
+
+
+def coordinated_swap(cached: str, asked: str) -> bool:
+    """Whether ``asked`` is ``cached`` with the two sides of one "and" / "or" / "vs" in the
+    other order and nothing else changed but determiners: "is a crocodile or an alligator
+    more dangerous" / "is an alligator or a crocodile ...", "how do lions and tigers
+    differ" / "how do tigers and lions differ" (a closing mark may come or go). The
+    decision's models then read the asked question as the cached one (``match.Matcher``).
+    A side is whatever swaps: "a talent manager and an agent" / "a talent agent and a
+    manager" reads as "manager" and "agent" swapped (QQP calls them the same question)."""
+    a, b = (
+        _unstopped(_arguments(contrast_words(cached))),
+        _unstopped(_arguments(contrast_words(asked))),
+    )
+    return any(
+        len(mid) == 1 and mid[0] in _COORDINATORS and _argument(one) and _argument(two)
+        for one, mid, two in _trades(a, b)
+    )
+
+
+def _unstopped(words: list[str]) -> list[str]:
+    while words and words[-1] in PUNCTUATION:  # "...?" / "..."
+        words.pop()
+    return words
+
+
+def _trades(
+    a: Sequence[str], b: Sequence[str], longest: int = 32
+) -> Iterator[tuple[Sequence[str], Sequence[str], Sequence[str]]]:
+    """Each way ``b`` is ``a`` with two phrases ``one`` and ``two`` trading places around
+    ``mid`` (``one mid two`` / ``two mid one``), the rest the same. Texts over ``longest``
+    words are not tried (the search is quartic in the words at worst)."""
     if len(a) != len(b) or a == b or len(a) > longest or sorted(a) != sorted(b):
-        return False
+        return
     differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
     for start in range(differ[0], -1, -1):  # the phrases may share words with what is around
         for end in range(differ[-1] + 1, len(a) + 1):
             sa, sb, n = a[start:end], b[start:end], end - start
             for y in (y for y in range(1, n - 1) if sb[:y] == sa[n - y :]):
                 for x in (x for x in range(1, n - y) if sb[n - x :] == sa[:x]):
-                    one, mid, two = sa[:x], sa[x : n - y], sa[n - y :]
-                    if (
-                        sb[y : n - x] == mid
-                        and _argument(one)
-                        and _argument(two)
-                        and not set(mid) & (_SYMMETRIC | PUNCTUATION)
-                    ):
-                        return True
-    return False
+                    if sb[y : n - x] == sa[x : n - y]:
+                        yield sa[:x], sa[x : n - y], sa[n - y :]

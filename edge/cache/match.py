@@ -17,7 +17,11 @@ one decided; ``eval cache --show-false-hits`` and the debug log print them):
    plurals, listed synonyms, a moved qualifier; the same words in meaning, every operator,
    number and negation kept) is served: the MLP, trained on QQP's noisy near-identical
    pairs, refuses many of these.
-6. Otherwise the pairwise verifier scores each candidate: ``veto:told_apart`` (the asked
+6. Otherwise the pairwise verifier scores each candidate: ``view:order`` (a cached question
+   that is the asked one with the two sides of an "and" / "or" / "vs" the other way round
+   is scored against the asked one read in its order: the models, taught that swapped
+   roles make other questions, refuse "lions and tigers" / "tigers and lions"),
+   ``veto:told_apart`` (the asked
    question names or asks more than the cached one: score 0), ``scorer:mlp``, then
    ``scorer:cross_encoder`` on what the MLP did not settle; ``picker:delta`` serves the best
    one when the entry's estimated precision at that score is at least ``1 - delta``.
@@ -51,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from edge.cache.contrast import contrast_by
+from edge.cache.contrast_swaps import coordinated_swap
 from edge.cache.pair_checks import told_apart_by
 from edge.cache.rewording import reworded
 from edge.cache.spelling import Respelling, Speller, read_alike
@@ -289,10 +294,28 @@ class Matcher:
         scored = [c for c in live if c.vector is not None]
         if not scored:
             return Match(live[0], 0.0, 0.0, False, "rejected")
-        pairs = [(c.prompt, text) for c in scored]
+        # The models read a coordinated swap as the cached question itself: only the order
+        # of the two sides differs, and it is free there. The MLP alone, given the two
+        # texts in one order but each question's own embedding, refused "How do wolves and
+        # coyotes differ?" / "How do coyotes and wolves differ?" (0.57 at cosine 0.99):
+        # the embeddings carry the order. What still decides is the picker: the entry's
+        # own history and exploration.
+        swaps = [coordinated_swap(c.prompt, text) for c in scored]
+        pairs = [
+            (c.prompt, c.prompt if swap else text) for c, swap in zip(scored, swaps, strict=True)
+        ]
+        if any(swaps):
+            steps.append(Step("view:order", f"{sum(swaps)} read in the cached order"))
         apart = [told_apart_by(*pair) for pair in pairs]
         steps.append(Step("veto:told_apart", _vetoed(apart)))
-        features = np.stack([pair_features(c.vector, vector, c.prompt, text) for c in scored])  # type: ignore[arg-type]
+        views = [
+            (c.vector, c.vector if swap else vector)
+            for c, swap in zip(scored, swaps, strict=True)
+            if c.vector is not None
+        ]
+        features = np.stack(
+            [pair_features(*view, *pair) for view, pair in zip(views, pairs, strict=True)]
+        )
         scores = self._scores(features, pairs, scored, np.array([bool(w) for w in apart]), steps)
         i = int(np.argmax(scores))
         best, score = scored[i], float(scores[i])

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from edge.cache.contrast import CONTRASTS, contrast_by
+from edge.cache.contrast_swaps import coordinated_swap
 from edge.cache.match import Candidate, Matcher, MatchPolicy, load_matcher
 from edge.embedder import Embedder
 from edge.metrics import EdgeMetrics
@@ -88,6 +89,9 @@ reorder | Do I need a visa when traveling to Japan? | When traveling to Japan, d
 reorder | In Python, how do I read a file by line? | How do I read a file by line in Python?
 reorder | Can I eat sushi if I'm pregnant? | If I am pregnant, can I eat sushi?
 reword | How do I copy photos from iPhone to Mac? | How can I copy photos from iPhone to Mac?
+symmetric | How do wolves and coyotes differ? | How do coyotes and wolves differ?
+symmetric | Is a kayak or a canoe more stable? | Is a canoe or a kayak more stable?
+symmetric | Rust vs Go for a command line tool | Go vs Rust for a command line tool
 """)
 
 # Paraphrases the rules must leave alone (the verifier may still decline some).
@@ -173,6 +177,32 @@ def test_every_candidate_is_checked_whatever_its_score() -> None:
     )  # what the veto prevents
 
 
+@pytest.mark.parametrize(
+    ("cached", "asked", "swap"),
+    [
+        ("How do wolves and coyotes differ?", "How do coyotes and wolves differ?", True),
+        ("Is a kayak or a canoe more stable?", "is an canoe or the kayak more stable", True),
+        ("Rust vs. Go for a CLI", "Go versus Rust for a CLI", True),
+        ("pros and cons of a heat pump", "cons and pros of a heat pump", True),
+        # only order is free: other words, or a side left out, are another question
+        ("How do wolves and coyotes differ?", "How do coyotes and foxes differ?", False),
+        ("Is a kayak or a canoe stable?", "Is a canoe stable?", False),
+        # not joined by "and" / "or" / "vs": who does what to whom, a direction
+        ("Can my landlord sue me?", "Can I sue my landlord?", False),
+        ("Replace tabs with spaces", "Replace spaces with tabs", False),
+        ("Convert JSON to YAML", "Convert YAML to JSON", False),
+        # the swap must be the two sides of one "and", not words across two clauses
+        ("can cats eat chicken and dogs eat rice", "can cats eat rice and dogs eat chicken", False),
+        ("wash then dry a wool coat", "dry then wash a wool coat", False),
+    ],
+)
+def test_a_coordinated_swap_is_only_the_two_sides_of_one_and_or_vs(
+    cached: str, asked: str, swap: bool
+) -> None:
+    assert coordinated_swap(cached, asked) is swap
+    assert coordinated_swap(asked, cached) is swap
+
+
 @pytest.fixture(scope="module")
 def shipped(models_dir: Path, trained_verifier: Path) -> tuple[Embedder, Matcher]:
     """The edge's own embedder and default decision (MLP verifier, default budget)."""
@@ -203,6 +233,18 @@ def test_the_shipped_decision_serves_a_paraphrase(
     cosine, match = _decide(shipped, cached, asked)
     # "reworded": the same words in meaning, decided without a model; "verified": the MLP.
     assert match.serve and match.reason in ("reworded", "verified"), (kind, cosine, match)
+    if kind == "symmetric":  # the models read the asked question in the cached order
+        assert "view:order" in [step.name for step in match.steps]
+
+
+def test_the_contrast_eval_scores_with_the_stack_not_the_bands_bounds(
+    shipped: tuple[Embedder, Matcher], models_dir: Path
+) -> None:
+    from bench.contrast_eval import scoring_matcher
+
+    matcher = scoring_matcher(EdgeSettings(models_dir=models_dir))
+    assert not matcher.policy.band and matcher.blocking  # every pair read by the stack
+    assert shipped[1].policy.band  # the shipped default, whose decisions are the same
 
 
 def test_without_a_verifier_only_exact_repeats_are_served(
