@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -53,6 +54,21 @@ vllm:generation_tokens_total{engine="0",model_name="m"} 20.0
 """
 
 
+# The fixture's page with one request running, and with none.
+ONE_RUNNING = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
+IDLE = ONE_RUNNING.replace(" 1.0", " 0.0")
+
+
+def _replica() -> Replica:
+    """A replica run elsewhere (unmanaged), for its bookkeeping."""
+    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
+    return Replica(config, Path("."), 5.0, None, lambda: None)
+
+
+def _engine(handler: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url="http://engine", transport=httpx.MockTransport(handler))
+
+
 def test_engine_load_from_prometheus_text() -> None:
     load = parse_engine_load(VLLM_METRICS)
     assert load == EngineLoad(running=4.0, waiting=2.0, kv_usage=0.5, tokens=120.0)
@@ -67,20 +83,16 @@ def test_our_request_that_ends_during_a_metrics_read_is_not_another_gateways() -
     # The engine counted our request (running 1) while we read /metrics; it ended before
     # the answer arrived. Taking in_flight (now 0) as "ours" would call it external load and
     # send the conversation's next turn elsewhere for a whole poll interval.
-    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
-    replica = Replica(config, Path("."), 5.0, None, lambda: None)
-    one_running = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
+    replica = _replica()
 
     async def run() -> None:
         lease = replica.take()
 
         def engine(request: httpx.Request) -> httpx.Response:
             replica.give_back(lease)  # finishes while the engine is answering
-            return httpx.Response(200, text=one_running)
+            return httpx.Response(200, text=ONE_RUNNING)
 
-        replica.client = httpx.AsyncClient(
-            base_url="http://engine", transport=httpx.MockTransport(engine)
-        )
+        replica.client = _engine(engine)
         await replica.poll_load()
         await replica.client.aclose()
 
@@ -92,17 +104,11 @@ def test_our_request_that_ends_during_a_metrics_read_is_not_another_gateways() -
 def test_a_request_of_ours_that_ended_between_reads_is_not_another_gateways() -> None:
     # Our request ran and ended between two reads; the engine's gauges still show it
     # (stale until its next step), and the engine did work since the last read.
-    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
-    replica = Replica(config, Path("."), 5.0, None, lambda: None)
-    idle = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 1.0", " 0.0").replace(" 2.0", " 0.0")
-    one_running = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
-    pages = [idle, one_running.replace(" 20.0", " 40.0"), one_running.replace(" 20.0", " 40.0")]
+    replica = _replica()
+    pages = [IDLE, ONE_RUNNING.replace(" 20.0", " 40.0"), ONE_RUNNING.replace(" 20.0", " 40.0")]
 
     async def run() -> list[float]:
-        replica.client = httpx.AsyncClient(
-            base_url="http://engine",
-            transport=httpx.MockTransport(lambda _: httpx.Response(200, text=pages.pop(0))),
-        )
+        replica.client = _engine(lambda _: httpx.Response(200, text=pages.pop(0)))
         seen = []
         await replica.poll_load()
         replica.give_back(replica.take())  # ours, between the reads
@@ -122,11 +128,9 @@ def test_our_request_that_ended_during_the_previous_read_is_not_another_gateways
     # step, taken after the earlier read was sent) with tokens moved. Counting ours only
     # from the end of the earlier read called it another gateway's, so the balancer kept
     # a conversation's second copy on the busy replica instead of the idle one.
-    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
-    replica = Replica(config, Path("."), 5.0, None, lambda: None)
-    one_running = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
-    moved = one_running.replace(" 20.0", " 24.0")  # its last tokens, after the first read
-    pages = [one_running, moved, moved]
+    replica = _replica()
+    moved = ONE_RUNNING.replace(" 20.0", " 24.0")  # its last tokens, after the first read
+    pages = [ONE_RUNNING, moved, moved]
 
     async def run() -> list[float]:
         lease = replica.take()
@@ -136,9 +140,7 @@ def test_our_request_that_ended_during_the_previous_read_is_not_another_gateways
                 replica.give_back(lease)  # finishes while the engine answers the first read
             return httpx.Response(200, text=pages.pop(0))
 
-        replica.client = httpx.AsyncClient(
-            base_url="http://engine", transport=httpx.MockTransport(engine)
-        )
+        replica.client = _engine(engine)
         seen = []
         for _ in pages[:]:
             await replica.poll_load()
@@ -152,11 +154,8 @@ def test_our_request_that_ended_during_the_previous_read_is_not_another_gateways
 def test_the_canary_is_ours() -> None:
     # The idle-replica canary is this core's request; the engine's gauges showing it (or
     # its stale trace) are not another gateway's load.
-    config = ReplicaConfig(name="r0", engine=EngineConfig(), manage=False, max_in_flight=2)
-    replica = Replica(config, Path("."), 5.0, None, lambda: None)
-    idle = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 1.0", " 0.0").replace(" 2.0", " 0.0")
-    one_running = VLLM_METRICS.replace(" 3.0", " 0.0").replace(" 2.0", " 0.0")
-    pages = [idle, one_running.replace(" 20.0", " 21.0"), one_running.replace(" 20.0", " 21.0")]
+    replica = _replica()
+    pages = [IDLE, ONE_RUNNING.replace(" 20.0", " 21.0"), ONE_RUNNING.replace(" 20.0", " 21.0")]
 
     async def run() -> list[float]:
         answered = asyncio.Event()
@@ -167,9 +166,7 @@ def test_the_canary_is_ours() -> None:
                 return httpx.Response(200, json={"choices": [{"text": "!"}]})
             return httpx.Response(200, text=pages.pop(0))
 
-        replica.client = httpx.AsyncClient(
-            base_url="http://engine", transport=httpx.MockTransport(engine)
-        )
+        replica.client = _engine(engine)
         await replica.poll_load()
         replica.progress.canary_at = replica.progress.last = -1e9  # idle for ages: due
         replica.reachable = True
