@@ -17,11 +17,11 @@ one decided; ``eval cache --show-false-hits`` and the debug log print them):
    plurals, listed synonyms, a moved qualifier; the same words in meaning, every operator,
    number and negation kept) is served: the MLP, trained on QQP's noisy near-identical
    pairs, refuses many of these.
-6. Otherwise the pairwise verifier scores each candidate: ``view:order`` (a cached question
-   that is the asked one with the two sides of an "and" / "or" / "vs" the other way round
-   is scored against the asked one read in its order: the models, taught that swapped
-   roles make other questions, refuse "lions and tigers" / "tigers and lions"),
-   ``veto:told_apart`` (the asked
+6. Otherwise the pairwise verifier scores each candidate: ``view:order`` (when the asked
+   question is a cached one with the two sides of an "and" / "or" / "vs" the other way
+   round, the models read it as that cached question, text and embedding: taught that
+   swapped roles make other questions, they refuse "lions and tigers" / "tigers and
+   lions"), ``veto:told_apart`` (the asked
    question names or asks more than the cached one: score 0), ``scorer:mlp``, then
    ``scorer:cross_encoder`` on what the MLP did not settle; ``picker:delta`` serves the best
    one when the entry's estimated precision at that score is at least ``1 - delta``.
@@ -305,7 +305,7 @@ class Matcher:
             (c.prompt, c.prompt if swap else text) for c, swap in zip(scored, swaps, strict=True)
         ]
         if any(swaps):
-            steps.append(Step("view:order", f"{sum(swaps)} read in the cached order"))
+            steps.append(Step("view:order", f"{sum(swaps)} read as the cached question"))
         apart = [told_apart_by(*pair) for pair in pairs]
         steps.append(Step("veto:told_apart", _vetoed(apart)))
         views = [
