@@ -219,8 +219,7 @@ class Replica:
         if self.progress.check(now, busy, self.prefill_tokens(), self.computing(now)):
             silent = self.progress.silent_s(now, busy)
             self._wedge(f"no progress for {silent:.1f}s with {self.in_flight} request(s) in flight")
-        canary_running = self._canary is not None and not self._canary.done()
-        if self.up and not canary_running and self.progress.canary_due(now, busy):
+        if self.up and not self._canary_running and self.progress.canary_due(now, busy):
             self._canary = asyncio.create_task(self.canary(), name=f"canary-{self.name}")
             self._peak_since_poll = max(self._peak_since_poll, self._ours())  # ours too
 
@@ -267,9 +266,12 @@ class Replica:
 
     # --- background ----------------------------------------------------------------------
 
+    @property
+    def _canary_running(self) -> bool:
+        return self._canary is not None and not self._canary.done()
+
     def _ours(self) -> int:
-        canary = self._canary is not None and not self._canary.done()
-        return self.in_flight + canary
+        return self.in_flight + self._canary_running
 
     async def poll_load(self) -> None:
         """Read the engine's /metrics once (load for the balancer, reachability)."""

@@ -308,13 +308,11 @@ class Matcher:
             steps.append(Step("view:order", f"{sum(swaps)} read as the cached question"))
         apart = [told_apart_by(*pair) for pair in pairs]
         steps.append(Step("veto:told_apart", _vetoed(apart)))
-        views = [
-            (c.vector, c.vector if swap else vector)
-            for c, swap in zip(scored, swaps, strict=True)
-            if c.vector is not None
-        ]
         features = np.stack(
-            [pair_features(*view, *pair) for view, pair in zip(views, pairs, strict=True)]
+            [
+                pair_features(c.vector, c.vector if swap else vector, *pair)  # type: ignore[arg-type]
+                for c, swap, pair in zip(scored, swaps, pairs, strict=True)
+            ]
         )
         scores = self._scores(features, pairs, scored, np.array([bool(w) for w in apart]), steps)
         i = int(np.argmax(scores))
