@@ -74,6 +74,23 @@ def negations(text: str) -> int:
     return sum(w in NEGATORS for w in contrast_words(text))
 
 
+def framed(cached: str, asked: str) -> bool:
+    """Is one question the other, word for word, after an aside set off before it ("my kid
+    asked and I had no idea: why do cats purr" / "why do cats purr")? A negation in the
+    aside belongs to it, not to the question both ask; whether the aside changes what is
+    asked is for the condition check and the models. Words added after the question ("...
+    without yeast") are no aside: they narrow it."""
+    a, b = contrast_words(cached), contrast_words(asked)
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    short = tuple(w for w in short if w not in PUNCTUATION)
+    words = [(i, w) for i, w in enumerate(long) if w not in PUNCTUATION]
+    n = len(short)
+    if not n or len(words) <= n or tuple(w for _, w in words[-n:]) != short:
+        return False
+    start = words[-n][0]
+    return long[start - 1] in PUNCTUATION or long[start - 1] == "but"
+
+
 _NUMBER_WORDS = {
     w: str(i)
     for i, w in enumerate(
@@ -233,7 +250,7 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return how
     if opposed_words(cached, asked) is not None:
         return "antonym"
-    if negations(cached) != negations(asked):
+    if negations(cached) != negations(asked) and not framed(cached, asked):
         return "negation"
     # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
     if (oa := operators(cached)) and (ob := operators(asked)):

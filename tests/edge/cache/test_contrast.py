@@ -74,6 +74,8 @@ condition | How do I reset my router? | How do I reset my router if I forgot the
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
 condition | Can I drink coffee? | Can I drink coffee while breastfeeding?
+negation | How do I update my phone? | How do I update my phone without wifi?
+negation | Why do cats purr? | I have no idea: why don't cats purr?
 order | Can my boss fire me? | Can I fire my boss?
 order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
@@ -118,6 +120,9 @@ NOT_CONTRASTS = [
     ("Why do cats purr?", "Sorry if this is a silly question, but why do cats purr?"),
     # circumstances may move: only who does what to whom is an order
     ("Was school during the war hard in Poland?", "Was school in Poland hard during the war?"),
+    # a negation in an aside before the question is the aside's, not the question's
+    ("How deep is the ocean?", "my nephew asked me and I don't know: how deep is the ocean"),
+    ("Why is snow white?", "not sure you can help with this, but why is snow white?"),
     # "&" and "w/" for words write no formula
     ("How do I make pasta with garlic and olive oil?", "how do I make pasta w/ garlic & olive oil"),
 ]
