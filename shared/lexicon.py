@@ -69,6 +69,23 @@ _PHRASES = (
 )  # fmt: skip
 _SYMBOLS = {"$": " usd ", "€": " eur ", "£": " gbp ", "¥": " jpy ", "₹": " inr ", "%": " percent ",
             "°c": " celsius ", "°f": " fahrenheit ", "°": " degree "}  # fmt: skip
+# Roles of one relation: a question about one side is not a question about the other
+# ("can the sender recall a wire" / "can the recipient recall a wire"). The contrast check
+# refuses one put for the other, and the hard-pair generator's ``role`` rule swaps them.
+ROLES = (
+    ("sender", "recipient"), ("senders", "recipients"), ("buyer", "seller"),
+    ("buyers", "sellers"), ("employer", "employee"), ("employers", "employees"),
+    ("landlord", "tenant"), ("landlords", "tenants"), ("parent", "child"),
+    ("parents", "children"), ("teacher", "student"), ("teachers", "students"),
+    ("doctor", "patient"), ("doctors", "patients"), ("lender", "borrower"),
+    ("client", "server"), ("host", "guest"), ("author", "reader"), ("driver", "passenger"),
+    ("creditor", "debtor"), ("plaintiff", "defendant"), ("manager", "employee"),
+    ("interviewer", "candidate"), ("predator", "prey"), ("caller", "callee"),
+    ("customer", "supplier"), ("owner", "renter"), ("boss", "employee"), ("coach", "player"),
+    ("victim", "attacker"), ("winner", "loser"), ("mother", "daughter"), ("father", "son"),
+    ("husband", "wife"), ("user", "admin"), ("subscriber", "publisher"),
+    ("insurer", "insured"), ("investor", "founder"), ("judge", "jury"),
+)  # fmt: skip
 # Negating words, one table for the contrast check and the rewording step. "without" too:
 # "with no money" is "without any money"; "bread" / "bread without yeast". "non" is the
 # prefix of "non-toxic" (the words are split at the hyphen).

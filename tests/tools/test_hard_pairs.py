@@ -180,3 +180,64 @@ def test_the_corpus_offers_siblings_scopes_and_names() -> None:
         scope("How do I learn to swim?", rng(), corpus.scopes) == "How do I learn to swim in india?"
     )
     assert scope("How do I find a job in India?", rng(), corpus.scopes) is None  # has one
+
+
+@pytest.mark.parametrize(
+    ("question", "passive"),
+    [
+        ("How do bees make honey?", {"How is honey made by bees?"}),
+        ("Can my landlord raise my rent?", {"Can my rent be raised by my landlord?"}),
+        ("Why did Napoleon invade Russia?", {"Why was Russia invaded by Napoleon?"}),
+        ("How do plants absorb water in winter?", {"How is water absorbed by plants in winter?"}),
+        ("What do pandas eat?", {"What is eaten by pandas?"}),
+        ("Who wrote Hamlet?", {"By whom was Hamlet written?", "Who was Hamlet written by?",
+                               "Hamlet was written by whom?"}),
+        ("who discovered penicillin", set()),  # no question mark: left alone
+        ("who discovered penicillin?", {"by whom was penicillin discovered?",
+                                        "who was penicillin discovered by?",
+                                        "penicillin was discovered by whom?"}),
+        ("Who owns the Beatles songs?", {"By whom are the Beatles songs owned?",
+                                         "Who are the Beatles songs owned by?",
+                                         "The Beatles songs are owned by whom?"}),
+    ],
+)  # fmt: skip
+def test_the_passive_keeps_the_question_and_its_agent(question: str, passive: set[str]) -> None:
+    for seed in range(6):
+        out = hp.voice(question, random.Random(seed))
+        assert (out in passive) if passive else out is None, (question, out)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I learn Python?",  # a pronoun's passive ("by me") nobody asks
+        "How does a nuclear power station work?",  # "power" is a noun here
+        "What makes a computer slow?",  # a complement, not an object
+        "Why do girls have to make eye contact?",
+        "Why do some people say vaccines cause autism?",  # a clause inside the subject
+        "What causes inflation and how can it be stopped?",  # two questions
+        "Will Donald Trump make Russia great again?",
+    ],
+)
+def test_no_passive_where_the_words_do_not_read_as_subject_verb_object(question: str) -> None:
+    assert hp.voice(question, rng()) is None
+
+
+def test_an_aside_keeps_the_question() -> None:
+    question = "Can I eat sushi?"
+    seen = set()
+    for seed in range(30):
+        out = hp.preamble(question, random.Random(seed))
+        assert out is not None
+        assert out.endswith(" can I eat sushi?") or out.startswith("Can I eat sushi? "), out
+        seen.add("before" if out.endswith("sushi?") else "after")
+    assert seen == {"before", "after"}
+    # A question that starts with "I" or a name is not lowered after an opener.
+    assert hp.preamble("I want to learn Python, where do I start?", rng()) is None
+    assert hp.preamble("NASA or ESA: who landed first?", rng()) is None
+
+
+def test_the_new_kinds_are_generated() -> None:
+    texts = ["How do bees make honey?", "Can I drink coffee?", "Who wrote Hamlet?"] * 2
+    kinds = {(k, label) for *_, label, k in hp.generate(texts, per_kind=1)}
+    assert {("voice", 1), ("preamble", 1)} <= kinds

@@ -37,10 +37,10 @@ VERIFIER = "verifier"
 # How the cache's pair models are trained; a model built another way is rebuilt. Both learn
 # from QQP's train split plus generated hard pairs (``hard_pairs``): opposites, swapped
 # directions, negations, changed numbers and names as negatives; rewordings as positives.
-CROSS_ENCODER_RECIPE = "hard-pairs+int8/3"
+CROSS_ENCODER_RECIPE = "hard-pairs+int8/5"
 # "told-apart": pairs whose asked question names something new, asks more, asks for the
 # opposite or negates the cached one score 0 (edge.cache.pair_checks.told_apart_by).
-VERIFIER_RECIPE = "told-apart+hard-pairs/7"
+VERIFIER_RECIPE = "told-apart+hard-pairs/9"
 # Training budgets. "full" is what `edgecore models prepare` (and `make run`) builds: the
 # cross-encoder reads every QQP train pair the cache could ask about (cosine >= 0.75) and
 # up to 1,000 hard pairs per rule, once. "small" is the same recipe on fewer pairs, at a

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 import re
 
+from shared.lexicon import ROLES
 from tools.prepare.hard_pair_corpus import case_like, starts_sentence
-from tools.prepare.hard_pair_words import ROLES
 
 Span = tuple[int, int]  # a (start, end) slice of a text
 

@@ -37,22 +37,6 @@ CONDITIONS = (
     " without internet", " using only a phone",
 )  # fmt: skip
 
-# Roles of one relation: a question about one side is not a question about the other
-# ("can the sender recall a wire" / "can the recipient recall a wire").
-ROLES = (
-    ("sender", "recipient"), ("senders", "recipients"), ("buyer", "seller"),
-    ("buyers", "sellers"), ("employer", "employee"), ("employers", "employees"),
-    ("landlord", "tenant"), ("landlords", "tenants"), ("parent", "child"),
-    ("parents", "children"), ("teacher", "student"), ("teachers", "students"),
-    ("doctor", "patient"), ("doctors", "patients"), ("lender", "borrower"),
-    ("client", "server"), ("host", "guest"), ("author", "reader"), ("driver", "passenger"),
-    ("creditor", "debtor"), ("plaintiff", "defendant"), ("manager", "employee"),
-    ("interviewer", "candidate"), ("predator", "prey"), ("caller", "callee"),
-    ("customer", "supplier"), ("owner", "renter"), ("boss", "employee"), ("coach", "player"),
-    ("victim", "attacker"), ("winner", "loser"), ("mother", "daughter"), ("father", "son"),
-    ("husband", "wife"), ("user", "admin"), ("subscriber", "publisher"),
-    ("insurer", "insured"), ("investor", "founder"), ("judge", "jury"),
-)  # fmt: skip
 # Goals that pull apart with no antonym word between them: "how do I apply for a patent"
 # is not "how do I oppose a patent".
 INTENTS = (
@@ -80,6 +64,37 @@ PREAMBLES = (
     "I have a question. ", "Hi all, ", "Help me out here: ", "Question: ", "So, ",
     "Hey guys, ", "Serious question: ", "Asking for a friend: ",
 )  # fmt: skip
+# Why someone asks, said before the question: it changes nothing asked ("studying for my
+# exam tomorrow: ..."). Built from parts, so that the models learn the shape of an aside
+# (who asked, where it came up, how the asker feels), not a list of openers.
+ASIDES = (
+    "{who} asked me this and I {blank}", "{who} and I were arguing about this",
+    "{doing} for my {event} {when}", "I've been {searching} for {long} and I'm still confused",
+    "I saw this on {media} and got curious", "this came up at {place}",
+    "I keep forgetting this one", "I'm new to this so bear with me", "random thought but",
+    "not sure if you can help with this, but", "sorry if this is a basic one",
+    "ok so", "good {daypart}!", "urgent!!", "hey there", "genuine question",
+    "long time lurker", "quick one", "can't sleep and wondering", "settle a bet for me",
+    "bit embarrassed to ask", "this has been bugging me all day",
+)  # fmt: skip
+AFTERTHOUGHTS = (
+    "thanks in advance", "urgent!!", "any help appreciated", "asking for a friend", "lol",
+    "just curious", "cheers", "thx",
+)  # fmt: skip
+ASIDE_SLOTS = {
+    "who": ("my kid", "my boss", "my teacher", "a friend", "my mum", "my partner",
+            "a coworker", "my roommate", "my little brother", "my grandma"),
+    "blank": ("don't know", "blanked", "had no idea", "couldn't answer"),
+    "doing": ("studying", "prepping", "revising", "cramming"),
+    "event": ("exam", "interview", "quiz", "presentation", "test", "finals"),
+    "when": ("tomorrow", "next week", "on Monday", "tonight"),
+    "searching": ("googling", "searching", "reading about this"),
+    "long": ("an hour", "ages", "two days", "all morning"),
+    "media": ("TV", "YouTube", "a documentary", "the news", "Reddit"),
+    "place": ("dinner", "work", "a party", "the pub", "school"),
+    "daypart": ("morning", "evening", "afternoon"),
+}  # fmt: skip
+ASIDE_JOINS = (": ", ", ", " - ", "... ", " -- ")
 # A long form and its short one, either way round.
 ABBREVIATIONS = (
     ("kubernetes", "k8s"), ("New York City", "NYC"), ("New York", "NY"),
@@ -97,3 +112,37 @@ ABBREVIATIONS = (
     ("environment", "env"), ("approximately", "approx."), ("European Union", "EU"),
     ("United Nations", "UN"), ("Master of Business Administration", "MBA"),
 )  # fmt: skip
+# Transitive verbs whose passive keeps a question ("How do bees make honey?" / "How is honey
+# made by bees?"): the regular ones (past and participle in "-ed"), then the rest with
+# their past and participle. No word that is as often a noun ("power", "test", "plan"):
+# "How does a nuclear power station work?" has no passive.
+REGULAR_VERBS = """
+absorb accept affect allow analyze announce approve arrest attack calculate capture cause
+change check clean collect complete compute conquer consume convert cook create cure
+damage define delete deliver design destroy detect determine develop digest discover
+distribute elect encrypt enforce evaluate explain export filter fund generate govern
+handle hire hunt identify import improve influence install invent invade kill launch
+maintain manage manufacture measure monitor murder own paint perform pollinate predict
+prepare prevent produce protect publish raise rate receive recycle regulate remove repair
+replace schedule select solve support transport treat use wash deploy employ
+""".split()
+IRREGULAR_VERBS = {
+    "build": ("built", "built"), "make": ("made", "made"), "write": ("wrote", "written"),
+    "eat": ("ate", "eaten"), "choose": ("chose", "chosen"), "pay": ("paid", "paid"),
+    "win": ("won", "won"), "take": ("took", "taken"), "give": ("gave", "given"),
+    "draw": ("drew", "drawn"), "sell": ("sold", "sold"), "buy": ("bought", "bought"),
+    "hold": ("held", "held"), "lead": ("led", "led"), "teach": ("taught", "taught"),
+    "find": ("found", "found"), "break": ("broke", "broken"), "steal": ("stole", "stolen"),
+    "speak": ("spoke", "spoken"), "sing": ("sang", "sung"), "bite": ("bit", "bitten"),
+    "catch": ("caught", "caught"), "feed": ("fed", "fed"), "send": ("sent", "sent"),
+    "spend": ("spent", "spent"), "throw": ("threw", "thrown"), "grow": ("grew", "grown"),
+    "hide": ("hid", "hidden"), "freeze": ("froze", "frozen"), "wear": ("wore", "worn"),
+    "drive": ("drove", "driven"), "shoot": ("shot", "shot"), "sink": ("sank", "sunk"),
+    "stop": ("stopped", "stopped"), "plan": ("planned", "planned"), "ban": ("banned", "banned"),
+    "ship": ("shipped", "shipped"), "drop": ("dropped", "dropped"), "scan": ("scanned", "scanned"),
+    "admit": ("admitted", "admitted"), "transmit": ("transmitted", "transmitted"),
+    "submit": ("submitted", "submitted"), "rob": ("robbed", "robbed"),
+    "control": ("controlled", "controlled"), "carry": ("carried", "carried"),
+    "apply": ("applied", "applied"), "classify": ("classified", "classified"),
+    "deny": ("denied", "denied"), "copy": ("copied", "copied"), "bury": ("buried", "buried"),
+}  # fmt: skip

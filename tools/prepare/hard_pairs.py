@@ -15,8 +15,10 @@ question (cosine 0.98, one word apart). These rules rewrite one training questio
   added scope ("... in India?");
 - **hard positives** (label 1): contractions, synonyms (``shared.lexicon.SYNONYMS``) and
   phrasings, a trailing qualifier moved to the front, case and "please", a typo, a preamble
-  ("Hi, quick question: ..."), an abbreviation ("Kubernetes" / "k8s"), and the two sides of
-  a symmetric comparison swapped ("A vs B" / "B vs A").
+  or an aside ("Hi, quick question: ...", "my boss asked me this and I blanked: ..."), an
+  abbreviation ("Kubernetes" / "k8s"), the two sides of a symmetric comparison swapped ("A
+  vs B" / "B vs A"), and the passive voice ("Who wrote Hamlet?" / "By whom was Hamlet
+  written?", ``hard_pair_voice``).
 
 A rule that does not apply to a question yields nothing, so every pair really differs in
 its kind. Only training questions are rewritten (``pair_split``), and the contrast sets in
@@ -31,8 +33,10 @@ import re
 from collections.abc import Callable, Iterable
 
 from shared.lexicon import AXES, SYNONYMS, axis_pairs
+from tools.prepare.hard_pair_asides import preamble
 from tools.prepare.hard_pair_corpus import WORD, Corpus, case_like, entity, scope, sibling
 from tools.prepare.hard_pair_roles import role
+from tools.prepare.hard_pair_voice import voice
 from tools.prepare.hard_pair_words import (
     ABBREVIATIONS,
     CONDITIONS,
@@ -40,7 +44,6 @@ from tools.prepare.hard_pair_words import (
     INTENTS,
     OPERATORS,
     PHRASINGS,
-    PREAMBLES,
     UNITS,
 )
 
@@ -263,13 +266,6 @@ def typo(text: str, rng: random.Random) -> str | None:
     return text[: m.start()] + w + text[m.end() :]
 
 
-def preamble(text: str, rng: random.Random) -> str | None:
-    """An opener that asks nothing ("Hi, quick question: ...")."""
-    if not text[:1].isupper() or text[:2] == "I ":
-        return None
-    return rng.choice(PREAMBLES) + text[0].lower() + text[1:]
-
-
 def abbreviation(text: str, rng: random.Random) -> str | None:
     """A long form shortened or a short one spelled out ("Kubernetes" / "k8s")."""
     options = []
@@ -343,6 +339,7 @@ POSITIVE_RULES: dict[str, Rule] = {
     "preamble": preamble,
     "abbreviation": abbreviation,
     "symmetric": symmetric,
+    "voice": voice,
 }
 
 

@@ -1,0 +1,49 @@
+"""What people say around a question: the ``preamble`` rule of ``hard_pairs`` (pure).
+
+An opener or an aside asks nothing ("Hi, quick question: ...", "my kid asked me this and I
+blanked: ..."), so the question is the same (label 1). A constraint said the same way does
+change it ("I'm pregnant: can I eat sushi?"); such negatives, drawn where the constraint's
+words met the question's, were tried at stop 53 and dropped: most were noise ("I'm on a
+tight budget: what is the best way to learn a language?" asks what the question asks), and
+next to them the models refused more true rewordings of every kind (docs/cache.md). Added
+conditions stay the trailing ``condition`` rule's and the corpus's ``scope``.
+"""
+
+from __future__ import annotations
+
+import random
+
+from tools.prepare.hard_pair_words import (
+    AFTERTHOUGHTS,
+    ASIDE_JOINS,
+    ASIDE_SLOTS,
+    ASIDES,
+    PREAMBLES,
+)
+
+
+def _lowered(text: str) -> str | None:
+    """The question with its first letter lowered, to follow an opener; None where that
+    would lower a name or "I"."""
+    if not text[:1].isupper() or text[:2] == "I " or text[1:2].isupper():
+        return None
+    return text[0].lower() + text[1:]
+
+
+def _aside(rng: random.Random) -> str:
+    return rng.choice(ASIDES).format_map({k: rng.choice(v) for k, v in ASIDE_SLOTS.items()})
+
+
+def preamble(text: str, rng: random.Random) -> str | None:
+    """An opener that asks nothing ("Hi, quick question: ..."), or an aside on why one asks,
+    before the question, or an afterthought after it."""
+    lowered = _lowered(text)
+    if lowered is None:
+        return None
+    form = rng.randrange(5)
+    if form < 2:
+        return rng.choice(PREAMBLES) + lowered
+    if form < 4:
+        aside = _aside(rng)
+        return aside + (" " if aside.endswith("but") else rng.choice(ASIDE_JOINS)) + lowered
+    return text.rstrip() + " " + rng.choice(AFTERTHOUGHTS)
