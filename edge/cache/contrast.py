@@ -14,7 +14,15 @@ from collections import Counter
 
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
-from shared.lexicon import AXES, NEGATORS, PUNCTUATION, axis_sides, contrast_words, operators
+from shared.lexicon import (
+    AXES,
+    NEGATORS,
+    PUNCTUATION,
+    ROLES,
+    axis_sides,
+    contrast_words,
+    operators,
+)
 
 # Two sides of a polarity axis (``shared.lexicon.AXES``): a word on one side in one question
 # and on the other side in the other is a different question, whatever the embedding says.
@@ -65,6 +73,23 @@ def opposed_words(cached: str, asked: str) -> tuple[str, str] | None:
     for x in only_a:
         for y in only_b:
             if _opposed(x, y) and not (_sides(y) & sides_a or _sides(x) & sides_b):
+                return x, y
+    return None
+
+
+_COUNTERPARTS: dict[str, set[str]] = {}
+for _a, _b in ROLES:
+    _COUNTERPARTS.setdefault(_a, set()).add(_b)
+    _COUNTERPARTS.setdefault(_b, set()).add(_a)
+
+
+def role_changed(cached: str, asked: str) -> tuple[str, str] | None:
+    """A role one question names and the other does not, whose counterpart the other names
+    instead ("can the sender recall a wire" / "can the recipient recall a wire")."""
+    ca, cb = set(contrast_words(cached)), set(contrast_words(asked))
+    for x in sorted(ca - cb):
+        for y in sorted(_COUNTERPARTS.get(x, ())):
+            if y in cb - ca:
                 return x, y
     return None
 
@@ -236,18 +261,22 @@ def contrast_by(cached: str, asked: str) -> str | None:
     """Why two close questions ask different things, one of ``CONTRASTS``, or None.
 
     "direction"/"order": the same two things the other way round ("convert A to B" /
-    "convert B to A", "is A faster than B" / "is B faster than A"); "antonym": opposite words
-    ("safe"/"unsafe", "enable"/"turn off", "import"/"export", "before"/"after"); "negation":
-    one is negated more than the other ("Can I ...?" / "Can I not ...?"); "operator": another
-    operator or sign in a formula or code ("2x + 3 = 7" / "2x - 3 = 7"); "number": other
-    numbers ("iPhone 14" / "iPhone 15"); "unit": a unit swapped for another ("grams" /
-    "ounces"); "entity": another name ("in Japan" / "in China", "on ubuntu" / "on windows");
-    "condition": one carries a condition the other lacks ("... if I am pregnant?").
+    "convert B to A", "is A faster than B" / "is B faster than A"), or one role put for its
+    counterpart ("the sender" / "the recipient", ``shared.lexicon.ROLES``); "antonym":
+    opposite words ("safe"/"unsafe", "enable"/"turn off", "import"/"export",
+    "before"/"after"); "negation": one is negated more than the other ("Can I ...?" / "Can I
+    not ...?"); "operator": another operator or sign in a formula or code ("2x + 3 = 7" /
+    "2x - 3 = 7"); "number": other numbers ("iPhone 14" / "iPhone 15"); "unit": a unit
+    swapped for another ("grams" / "ounces"); "entity": another name ("in Japan" / "in
+    China", "on ubuntu" / "on windows"); "condition": one carries a condition the other
+    lacks ("... if I am pregnant?").
     Contractions ("what's", "don't"), "turn on" for "enable", clause order, and the order of
     "A or B" are no contrast.
     """
     if (how := swapped(cached, asked)) is not None:
         return how
+    if role_changed(cached, asked) is not None:
+        return "order"
     if opposed_words(cached, asked) is not None:
         return "antonym"
     if negations(cached) != negations(asked) and not framed(cached, asked):

@@ -79,6 +79,8 @@ negation | Why do cats purr? | I have no idea: why don't cats purr?
 order | Can my boss fire me? | Can I fire my boss?
 order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
+order | Can the landlord end the lease early? | Can the tenant end the lease early?
+order | Who pays the closing costs, the buyer? | Who pays the closing costs, the seller?
 """)
 
 # (kind, cached, asked): the same question; the shipped decision serves each of these.
