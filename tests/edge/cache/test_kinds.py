@@ -43,6 +43,18 @@ KINDS = {
         "How do I solve 3x - 4 = 10?",
         "How to solve 3x + 4 = 10?",
     ),
+    # The passive with its agent kept is the same question; with the roles swapped it is not.
+    "voice": (
+        "Can a hawk catch a rabbit?",
+        "Can a hawk be caught by a rabbit?",
+        "Can a rabbit be caught by a hawk?",
+    ),
+    # An aside on why one asks changes nothing; a constraint before the question does.
+    "aside": (
+        "Can I eat blue cheese?",
+        "I'm pregnant, can I eat blue cheese?",
+        "my sister asked me this at lunch and I wasn't sure: can I eat blue cheese?",
+    ),
 }
 # The same question with the same words (case, punctuation, "can" for "do"): served by the
 # rewording step, without a model.
@@ -52,6 +64,8 @@ LIGHT = {
     "scope": "How can I renew my passport?",
     "intent": "How can I sign up for jury duty?",
     "formula": "how do i solve 3x + 4 = 10",
+    "voice": "can a hawk catch a rabbit",
+    "aside": "Can I eat blue cheese ?",
 }
 # Rewordings the test build's models refused on the AMD (AVX2) machines they were written
 # on: all five, at scores 0.55-0.81 (issue 32, point 4: recall). Not strict: they sit near
@@ -59,6 +73,11 @@ LIGHT = {
 # other weights (on an Intel AVX-512 machine, stop 45, it served "scope" and "intent"). A
 # strict mark made CI's result depend on the machine it drew.
 REFUSED = {"role", "sibling", "scope", "intent", "formula"}
+# Stop 53: the test build refuses the aside (MLP 0.52), the full build serves it (0.903).
+REFUSED |= {"aside"}
+# Different questions both builds serve: the passive with the roles swapped reads, to the
+# models, as the passive of the cached question (0.95), and the order rule reads no voice.
+SERVED = {"voice"}
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +93,14 @@ def _serves(shipped: tuple[Embedder, Matcher], cached: str, asked: str) -> tuple
     return match.serve, " > ".join(f"{s.name}: {s.verdict}" for s in match.steps)
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(k, marks=pytest.mark.xfail(strict=False, reason="issue 32: a known miss"))
+        if k in SERVED else k
+        for k in sorted(KINDS)
+    ],
+)  # fmt: skip
 def test_a_different_question_of_each_kind_is_not_served(
     shipped: tuple[Embedder, Matcher], kind: str
 ) -> None:
