@@ -93,14 +93,13 @@ def _serves(shipped: tuple[Embedder, Matcher], cached: str, asked: str) -> tuple
     return match.serve, " > ".join(f"{s.name}: {s.verdict}" for s in match.steps)
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pytest.param(k, marks=pytest.mark.xfail(strict=False, reason="issue 32: a known miss"))
-        if k in SERVED else k
-        for k in sorted(KINDS)
-    ],
-)  # fmt: skip
+def _kinds(known_misses: set[str], reason: str) -> list[object]:
+    """Every kind, those in ``known_misses`` marked as expected to fail (not strictly)."""
+    miss = pytest.mark.xfail(strict=False, reason=reason)
+    return [pytest.param(k, marks=miss) if k in known_misses else k for k in sorted(KINDS)]
+
+
+@pytest.mark.parametrize("kind", _kinds(SERVED, "issue 32: a known miss"))
 def test_a_different_question_of_each_kind_is_not_served(
     shipped: tuple[Embedder, Matcher], kind: str
 ) -> None:
@@ -117,14 +116,7 @@ def test_the_same_words_of_each_kind_are_served(
     assert served and "reworded: the same words" in steps, steps
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pytest.param(k, marks=pytest.mark.xfail(strict=False, reason="issue 32: recall"))
-        if k in REFUSED else k
-        for k in sorted(KINDS)
-    ],
-)  # fmt: skip
+@pytest.mark.parametrize("kind", _kinds(REFUSED, "issue 32: recall"))
 def test_a_rewording_of_each_kind_is_served(shipped: tuple[Embedder, Matcher], kind: str) -> None:
     cached, _, same = KINDS[kind]
     served, steps = _serves(shipped, cached, same)
