@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from shared.lexicon import NEGATIONS, PUNCTUATION, QUESTION_WORDS, STOPWORDS, contrast_words
+from shared.lexicon import (
+    NEGATIONS,
+    PUNCTUATION,
+    QUESTION_WORDS,
+    STOPWORDS,
+    contrast_words,
+    third_person,
+    verb_forms,
+)
 
 _DETERMINERS = frozenset(
     "a an the my your our their his her its this that these those some".split()
@@ -127,7 +135,59 @@ def swapped(cached: str, asked: str) -> str | None:
     # landlord" / "can my landlord sue me".
     if _traded(_arguments(wa), _arguments(wb)):
         return "order"
+    if _voice_traded(_arguments(wa), _arguments(wb)):
+        return "order"
     return None
+
+
+# A verb's forms, read back to it: the passive's participle, and the active's own forms.
+_VERBS = verb_forms()
+_PARTICIPLES = {part: verb for verb, (_, part) in _VERBS.items()}
+_ACTIVE = {
+    form: verb for verb, (past, _) in _VERBS.items() for form in (verb, past, third_person(verb))
+}
+_BE = frozenset("is are was were be been being".split())
+
+
+def _phrase(words: Sequence[str]) -> set[str]:
+    """The content words of a phrase, up to a mark or a circumstance ("in", "during")."""
+    out = set()
+    for w in words:
+        if w in PUNCTUATION or w in _ADJUNCT_HEADS:
+            break
+        if _content(w) or w in _PRONOUNS:
+            out.add(w)
+    return out
+
+
+def _passive(words: Sequence[str]) -> tuple[str, set[str], set[str]] | None:
+    """(verb, patient, agent) of "... be VERBed by AGENT": "can a hawk be caught by a
+    rabbit" -> ("catch", {"hawk"}, {"rabbit"})."""
+    for i, w in enumerate(words[1:-2], 1):
+        verb = _PARTICIPLES.get(w)
+        if verb and words[i + 1] == "by" and _BE & set(words[:i]):
+            patient = {x for x in words[:i] if _content(x) and x not in _BE}
+            return verb, patient, _phrase(words[i + 2 :])
+    return None
+
+
+def _voice_traded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether one question is active, the other passive, with agent and patient swapped:
+    "can a hawk catch a rabbit" / "can a hawk be caught by a rabbit" (not "... can a rabbit
+    be caught by a hawk", the same question)."""
+    for active, passive in ((a, b), (b, a)):
+        found = _passive(passive)
+        if found is None or _passive(active) is not None:
+            continue
+        verb, patient, agent = found
+        for i, w in enumerate(active):
+            if _ACTIVE.get(w) != verb:
+                continue
+            subject = {x for x in active[:i] if _content(x) or x in _PRONOUNS}
+            obj = _phrase(active[i + 1 :])
+            if subject & patient and obj & agent and not subject & agent:
+                return True
+    return False
 
 
 def _arguments(words: Sequence[str]) -> list[str]:

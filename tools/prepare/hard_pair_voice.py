@@ -9,7 +9,7 @@ A negative twin, the passive with agent and patient swapped ("Can a rat kill a l
 "Can a rat be killed by a lizard?"), was tried at stop 53 and dropped: next to it the
 models refused more true passives than before, not fewer (docs/cache.md).
 
-Only a verb of ``VERBS`` is turned (transitive, with its participle: ``hard_pair_words``),
+Only a verb of ``VERBS`` is turned (transitive, with its participle: ``shared.lexicon``),
 and only where subject and object read as noun phrases: no pronoun ("How do I learn
 Python?" has no passive anyone asks), no clause inside.
 """
@@ -19,20 +19,11 @@ from __future__ import annotations
 import random
 import re
 
-from tools.prepare.hard_pair_words import IRREGULAR_VERBS, REGULAR_VERBS
+from shared.lexicon import third_person, verb_forms
 
-
-def _ed(base: str) -> str:
-    return base + "d" if base.endswith("e") else base + "ed"
-
-
-VERBS = {**{b: (_ed(b), _ed(b)) for b in REGULAR_VERBS}, **IRREGULAR_VERBS}
+VERBS = verb_forms()
 _PAST = {past: base for base, (past, _) in VERBS.items()}
-_THIRD = {
-    (base[:-1] + "ies" if re.search("[^aeiou]y$", base)
-     else base + "es" if re.search("(s|sh|ch|x|z|o)$", base) else base + "s"): base
-    for base in VERBS
-}  # fmt: skip
+_THIRD = {third_person(base): base for base in VERBS}
 _PRONOUNS = frozenset("i you we they he she it me us them people one someone somebody".split())
 _PLURAL_LEAD = frozenset("these those many some both".split())
 _SINGULAR_S = frozenset("news physics series species gas bus its this is was has does us".split())

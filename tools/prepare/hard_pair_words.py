@@ -112,37 +112,3 @@ ABBREVIATIONS = (
     ("environment", "env"), ("approximately", "approx."), ("European Union", "EU"),
     ("United Nations", "UN"), ("Master of Business Administration", "MBA"),
 )  # fmt: skip
-# Transitive verbs whose passive keeps a question ("How do bees make honey?" / "How is honey
-# made by bees?"): the regular ones (past and participle in "-ed"), then the rest with
-# their past and participle. No word that is as often a noun ("power", "test", "plan"):
-# "How does a nuclear power station work?" has no passive.
-REGULAR_VERBS = """
-absorb accept affect allow analyze announce approve arrest attack calculate capture cause
-change check clean collect complete compute conquer consume convert cook create cure
-damage define delete deliver design destroy detect determine develop digest discover
-distribute elect encrypt enforce evaluate explain export filter fund generate govern
-handle hire hunt identify import improve influence install invent invade kill launch
-maintain manage manufacture measure monitor murder own paint perform pollinate predict
-prepare prevent produce protect publish raise rate receive recycle regulate remove repair
-replace schedule select solve support transport treat use wash deploy employ
-""".split()
-IRREGULAR_VERBS = {
-    "build": ("built", "built"), "make": ("made", "made"), "write": ("wrote", "written"),
-    "eat": ("ate", "eaten"), "choose": ("chose", "chosen"), "pay": ("paid", "paid"),
-    "win": ("won", "won"), "take": ("took", "taken"), "give": ("gave", "given"),
-    "draw": ("drew", "drawn"), "sell": ("sold", "sold"), "buy": ("bought", "bought"),
-    "hold": ("held", "held"), "lead": ("led", "led"), "teach": ("taught", "taught"),
-    "find": ("found", "found"), "break": ("broke", "broken"), "steal": ("stole", "stolen"),
-    "speak": ("spoke", "spoken"), "sing": ("sang", "sung"), "bite": ("bit", "bitten"),
-    "catch": ("caught", "caught"), "feed": ("fed", "fed"), "send": ("sent", "sent"),
-    "spend": ("spent", "spent"), "throw": ("threw", "thrown"), "grow": ("grew", "grown"),
-    "hide": ("hid", "hidden"), "freeze": ("froze", "frozen"), "wear": ("wore", "worn"),
-    "drive": ("drove", "driven"), "shoot": ("shot", "shot"), "sink": ("sank", "sunk"),
-    "stop": ("stopped", "stopped"), "plan": ("planned", "planned"), "ban": ("banned", "banned"),
-    "ship": ("shipped", "shipped"), "drop": ("dropped", "dropped"), "scan": ("scanned", "scanned"),
-    "admit": ("admitted", "admitted"), "transmit": ("transmitted", "transmitted"),
-    "submit": ("submitted", "submitted"), "rob": ("robbed", "robbed"),
-    "control": ("controlled", "controlled"), "carry": ("carried", "carried"),
-    "apply": ("applied", "applied"), "classify": ("classified", "classified"),
-    "deny": ("denied", "denied"), "copy": ("copied", "copied"), "bury": ("buried", "buried"),
-}  # fmt: skip

@@ -80,6 +80,8 @@ order | Can my boss fire me? | Can I fire my boss?
 order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
 order | Can the landlord end the lease early? | Can the tenant end the lease early?
+order | Can a fox catch a hen? | Can a fox be caught by a hen?
+order | How do termites damage wood? | How are termites damaged by wood?
 order | Who pays the closing costs, the buyer? | Who pays the closing costs, the seller?
 """)
 
@@ -122,6 +124,9 @@ NOT_CONTRASTS = [
     ("Why do cats purr?", "Sorry if this is a silly question, but why do cats purr?"),
     # circumstances may move: only who does what to whom is an order
     ("Was school during the war hard in Poland?", "Was school in Poland hard during the war?"),
+    # the passive with its agent kept asks the same
+    ("Can a fox catch a hen?", "Can a hen be caught by a fox?"),
+    ("How do termites damage wood?", "How is wood damaged by termites?"),
     # a negation in an aside before the question is the aside's, not the question's
     ("How deep is the ocean?", "my nephew asked me and I don't know: how deep is the ocean"),
     ("Why is snow white?", "not sure you can help with this, but why is snow white?"),
