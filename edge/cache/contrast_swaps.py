@@ -133,9 +133,8 @@ def swapped(cached: str, asked: str) -> str | None:
     # The same words, two phrases trading places across something that is not symmetric:
     # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla", "can I sue my
     # landlord" / "can my landlord sue me".
-    if _traded(_arguments(wa), _arguments(wb)):
-        return "order"
-    if _voice_traded(_arguments(wa), _arguments(wb)):
+    aa, ab = _arguments(wa), _arguments(wb)
+    if _traded(aa, ab) or _voice_traded(aa, ab):
         return "order"
     return None
 
@@ -175,18 +174,20 @@ def _voice_traded(a: Sequence[str], b: Sequence[str]) -> bool:
     """Whether one question is active, the other passive, with agent and patient swapped:
     "can a hawk catch a rabbit" / "can a hawk be caught by a rabbit" (not "... can a rabbit
     be caught by a hawk", the same question)."""
-    for active, passive in ((a, b), (b, a)):
-        found = _passive(passive)
-        if found is None or _passive(active) is not None:
+    pa, pb = _passive(a), _passive(b)
+    if pa is not None and pb is None:
+        active, (verb, patient, agent) = b, pa
+    elif pb is not None and pa is None:
+        active, (verb, patient, agent) = a, pb
+    else:  # both active, or both passive (``_traded``'s business)
+        return False
+    for i, w in enumerate(active):
+        if _ACTIVE.get(w) != verb:
             continue
-        verb, patient, agent = found
-        for i, w in enumerate(active):
-            if _ACTIVE.get(w) != verb:
-                continue
-            subject = {x for x in active[:i] if _content(x) or x in _PRONOUNS}
-            obj = _phrase(active[i + 1 :])
-            if subject & patient and obj & agent and not subject & agent:
-                return True
+        subject = {x for x in active[:i] if _content(x) or x in _PRONOUNS}
+        obj = _phrase(active[i + 1 :])
+        if subject & patient and obj & agent and not subject & agent:
+            return True
     return False
 
 
