@@ -20,6 +20,8 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry import context, propagate, trace
@@ -27,7 +29,15 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, Sampler, SamplingResult
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
 from opentelemetry.trace.span import TraceState
 from opentelemetry.util.types import Attributes
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -140,13 +150,78 @@ def inject(headers: dict[str, str]) -> dict[str, str]:
     return headers
 
 
+def start(
+    name: str,
+    *,
+    parent: context.Context | None = None,
+    kind: SpanKind = SpanKind.INTERNAL,
+    attributes: Attributes = None,
+    provider: TracerProvider | None = None,
+) -> AbstractContextManager[trace.Span]:
+    """A span called ``name``, current inside the block: ``start_as_current_span`` on the
+    process's provider (or ``provider``), without the SDK's work when the span would not be
+    recorded (no processor takes spans, and the parent is not sampled): then it is the same
+    ids the SDK would make, as a bare ``NonRecordingSpan``. Two nested spans took 13 us
+    through the SDK and its proxy tracer, and that is on every request."""
+    chosen = provider or _provider
+    span = _ids_only(chosen, parent)
+    if span is not None:
+        return _Current(span, parent)
+    source = tracer if provider is None else provider.get_tracer("edgecore")
+    return source.start_as_current_span(name, context=parent, kind=kind, attributes=attributes)
+
+
+def _ids_only(provider: TracerProvider | None, parent: context.Context | None) -> trace.Span | None:
+    """The span ``provider``'s sampler would drop, as ids only; None when it would record
+    it (or the provider is not ours). Mirrors ``RecordWhenTaken``'s idle ``ParentBased``:
+    the parent's trace id and state, a new span id, unsampled."""
+    if not isinstance(provider, _Provider) or provider.when_taken.taken:
+        return None
+    above = trace.get_current_span(parent).get_span_context()
+    if above.trace_flags.sampled:
+        return None
+    ids = provider.id_generator
+    valid = above.is_valid
+    return NonRecordingSpan(
+        SpanContext(
+            above.trace_id if valid else ids.generate_trace_id(),
+            ids.generate_span_id(),
+            is_remote=False,
+            trace_flags=TraceFlags(TraceFlags.DEFAULT),
+            trace_state=above.trace_state if valid else None,
+        )
+    )
+
+
+class _Current(AbstractContextManager[trace.Span]):
+    """``span`` as the current span inside the block (``trace.use_span`` less its
+    exception recording, which a span that records nothing skips anyway)."""
+
+    def __init__(self, span: trace.Span, parent: context.Context | None) -> None:
+        self.span = span
+        self.parent = parent
+        self.token: object = None
+
+    def __enter__(self) -> trace.Span:
+        self.token = context.attach(trace.set_span_in_context(self.span, self.parent))
+        return self.span
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        context.detach(self.token)  # type: ignore[arg-type]
+
+
 def traced(name: str) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Coroutine[Any, Any, T]]]:
     """Run an async function inside a span called ``name``."""
 
     def wrap(fn: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
         @functools.wraps(fn)
         async def inner(*args: P.args, **kwargs: P.kwargs) -> T:
-            with tracer.start_as_current_span(name):
+            with start(name):
                 return await fn(*args, **kwargs)
 
         return inner
@@ -160,7 +235,7 @@ def traced_sync(name: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
     def wrap(fn: Callable[P, T]) -> Callable[P, T]:
         @functools.wraps(fn)
         def inner(*args: P.args, **kwargs: P.kwargs) -> T:
-            with tracer.start_as_current_span(name):
+            with start(name):
                 return fn(*args, **kwargs)
 
         return inner
@@ -195,9 +270,9 @@ class TraceMiddleware:
         }
         parent = propagate.extract(carrier) if carrier else context.Context()
         method, path = scope["method"], scope["path"]
-        with tracer.start_as_current_span(
+        with start(
             f"{method} {path}",
-            context=parent,
+            parent=parent,
             kind=SpanKind.SERVER,
             attributes={
                 "http.request.method": method,
