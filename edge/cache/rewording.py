@@ -105,8 +105,22 @@ def _unread(text: str) -> list[str]:
     return sorted(c for c in text if ord(c) > 127 and c.isalnum())
 
 
-# Sentence punctuation and quotes (contractions) may differ; no other mark may.
-_PROSE_MARKS = re.compile(r"""[.,!?;:]+(?=\s|$)|['"\u2018\u2019\u201c\u201d]""")
+# Sentence punctuation and quotes (contractions) may differ; no other mark may. A "!" right
+# after a number, a bracket or a one-letter variable is a factorial ("5!", "5!!", "(n-1)!",
+# "n!"), not punctuation.
+_PROSE_MARKS = re.compile(
+    r"""(\b[A-Za-z]|[\d)\]])?([.,!?;:]+)(?=\s|$)|['"\u2018\u2019\u201c\u201d]"""
+)
+
+
+def _prose(match: re.Match[str]) -> str:
+    after, run = match.group(1), match.group(2)
+    if not run:  # a quote
+        return " "
+    factorial = len(run) - len(run.lstrip("!")) if after else 0
+    return (after or "") + "!" * factorial + " "
+
+
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _MARKED = re.compile(r"\w+|[^\w\s]")
 _NOT = re.compile(r"n['\u2019]t\b|(?<=can)not\b")
@@ -119,7 +133,7 @@ def _fixed(text: str) -> tuple[list[tuple[str, ...]], list[str], int]:
     the numbers as written, and the negations. Shorthand is written out first ("w/" is a
     word, not a slash)."""
     text = written_out(text)
-    tokens = _MARKED.findall(_PROSE_MARKS.sub(" ", text).lower())
+    tokens = _MARKED.findall(_PROSE_MARKS.sub(_prose, text).lower())
     marks = [
         tuple(tokens[max(0, i - 1) : i + 2])
         for i, t in enumerate(tokens)

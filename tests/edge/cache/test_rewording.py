@@ -51,6 +51,9 @@ DIFFERENT = [
     # a mark moved within what it is written against: "a" is the pattern, not the article
     ("In SQL, what does LIKE 'a%' match?", "In SQL, what does LIKE '%a' match?"),
     ("What does the glob x* match?", "What does the glob *x match?"),
+    # a "!" after a number or a variable is a factorial, not an exclamation
+    ("What is 6!! in math?", "What is 6! in math?"),
+    ("Is n! bigger than 2^n?", "Is n bigger than 2^n?"),
 ]
 
 
@@ -88,6 +91,8 @@ QUESTIONS = [
     "What does i += 1 do in a for loop?",
     "Is 10 / 4 equal to 2.5 in Java?",
     "Can dogs eat grapes?",
+    "What does 5! equal?",
+    "Is (n-1)! divisible by n?",
 ]
 OPERATORS = "+-*/^=<>"
 AUXILIARIES = ("is", "does", "can", "should", "do")
@@ -104,9 +109,17 @@ def _noise(draw: st.DrawFn, text: str) -> str:
 
 
 def _change(draw: st.DrawFn, text: str) -> str | None:
-    """One change of meaning: an operator, a sign, a digit or a negation; None if the drawn
-    kind has nothing to act on in this question."""
-    kind = draw(st.sampled_from(["operator", "sign", "digit", "negation"]))
+    """One change of meaning: an operator, a sign, a digit, a factorial or a negation; None
+    if the drawn kind has nothing to act on in this question."""
+    kind = draw(st.sampled_from(["operator", "sign", "digit", "factorial", "negation"]))
+    if kind == "factorial":  # one more "!" after a number or bracket, or one fewer
+        at = [i + 1 for i, c in enumerate(text) if c.isdigit() or c == ")"]
+        if not at:
+            return None
+        i = draw(st.sampled_from(at))
+        if text[i : i + 1] == "!":
+            return text[:i] + text[i + 1 :] if draw(st.booleans()) else text[:i] + "!" + text[i:]
+        return text[:i] + "!" + text[i:]
     if kind == "operator":
         at = [i for i, c in enumerate(text) if c in OPERATORS]
         if not at:
@@ -149,7 +162,7 @@ def noisy_pairs(draw: st.DrawFn) -> tuple[str, str]:
 
 @settings(max_examples=400, deadline=None)
 @given(changed_pairs())
-def test_the_rewording_step_never_ignores_an_operator_sign_digit_or_negation(
+def test_the_rewording_step_never_ignores_an_operator_sign_digit_factorial_or_negation(
     pair: tuple[str, str],
 ) -> None:
     cached, asked = pair
