@@ -134,7 +134,7 @@ def swapped(cached: str, asked: str) -> str | None:
     # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla", "can I sue my
     # landlord" / "can my landlord sue me".
     aa, ab = _arguments(wa), _arguments(wb)
-    if _traded(aa, ab) or _voice_traded(aa, ab):
+    if _traded(aa, ab) or _voice_traded(aa, ab) or _asked_traded(aa, ab):
         return "order"
     return None
 
@@ -148,11 +148,11 @@ _ACTIVE = {
 _BE = frozenset("is are was were be been being".split())
 
 
-def _phrase(words: Sequence[str]) -> set[str]:
+def _phrase(words: Sequence[str], ends: frozenset[str] = _ADJUNCT_HEADS) -> set[str]:
     """The content words of a phrase, up to a mark or a circumstance ("in", "during")."""
     out = set()
     for w in words:
-        if w in PUNCTUATION or w in _ADJUNCT_HEADS:
+        if w in PUNCTUATION or w in ends:
             break
         if _content(w) or w in _PRONOUNS:
             out.add(w)
@@ -189,6 +189,45 @@ def _voice_traded(a: Sequence[str], b: Sequence[str]) -> bool:
         if subject & patient and obj & agent and not subject & agent:
             return True
     return False
+
+
+_WHO = frozenset(("what", "who", "whom"))
+_DO = frozenset(("do", "does", "did"))
+
+
+def _asked_traded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether one question asks for the doer and the other for what is done to, of the
+    same verb and thing: "what eats jellyfish" / "what do jellyfish eat", "who killed
+    Caesar" / "who did Caesar kill", "what preys on hawks" / "what do hawks prey on"."""
+    return _doer_and_done(a, b) or _doer_and_done(b, a)
+
+
+def _doer_and_done(doer: Sequence[str], done: Sequence[str]) -> bool:
+    """``doer`` is "what VERBs X ...", ``done`` is "what do X VERB ..."."""
+    for i in range(len(doer) - 2):
+        verb = doer[i + 1]
+        if doer[i] not in _WHO or verb in _DO or verb in _BE or verb in STOPWORDS:
+            continue
+        thing = _phrase(doer[i + 2 :], ends=frozenset())  # "preys on hawks": the "on" too
+        for k in range(len(done) - 3):
+            if done[k] not in _WHO or done[k + 1] not in _DO:
+                continue
+            for v in range(k + 3, min(k + 7, len(done))):  # a subject of a few words
+                if verb != done[v] and verb in _forms(done[v]):
+                    subject = {w for w in done[k + 2 : v] if _content(w)}
+                    if subject and subject <= thing:
+                        return True
+    return False
+
+
+def _forms(verb: str) -> set[str]:
+    """What a question may write for ``verb`` where it asks for the doer: "eats", "ate"
+    (the bare verb too, which ``_doer_and_done`` does not take: "what language do you
+    think ..." is no doer of "language")."""
+    past = (
+        _VERBS[verb][0] if verb in _VERBS else (verb + "d" if verb.endswith("e") else verb + "ed")
+    )
+    return {verb, third_person(verb), past}
 
 
 def _arguments(words: Sequence[str]) -> list[str]:

@@ -81,6 +81,9 @@ order | Can the deputy manager overrule the manager? | Can the manager overrule 
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
 order | Can the landlord end the lease early? | Can the tenant end the lease early?
 order | Can a fox catch a hen? | Can a fox be caught by a hen?
+order | What eats owls? | What do owls eat?
+order | who hired the new coach | who did the new coach hire
+order | What feeds on aphids? | What do aphids feed on?
 order | How do termites damage wood? | How are termites damaged by wood?
 order | Who pays the closing costs, the buyer? | Who pays the closing costs, the seller?
 """)
@@ -130,6 +133,9 @@ NOT_CONTRASTS = [
     # a negation in an aside before the question is the aside's, not the question's
     ("How deep is the ocean?", "my nephew asked me and I don't know: how deep is the ocean"),
     ("Why is snow white?", "not sure you can help with this, but why is snow white?"),
+    # both ask for what is done to the same thing; a bare word after "what" is no verb
+    ("What do owls eat?", "What does an owl eat?"),
+    ("What language do you think is the hardest?", "What do you think is the hardest language?"),
     # "&" and "w/" for words write no formula
     ("How do I make pasta with garlic and olive oil?", "how do I make pasta w/ garlic & olive oil"),
 ]
