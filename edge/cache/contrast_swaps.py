@@ -247,12 +247,20 @@ def _argument(phrase: Sequence[str]) -> bool:
 
 def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
     """Whether ``b`` is ``a`` with two phrases, of any lengths, trading places across a
-    middle that is not symmetric ("A and B", "A vs B"): "the vice president overrule the
-    president" / "the president overrule the vice president"."""
+    middle that is not symmetric ("A and B", "A vs B", "A compared with B"): "the vice
+    president overrule the president" / "the president overrule the vice president". A
+    symmetric word deep in a longer middle joins something else: "as a customer, how do I
+    deal with a rude cashier" / "as a cashier, ... a rude customer" is who does what."""
     return any(
-        _argument(one) and _argument(two) and not set(mid) & (_SYMMETRIC | PUNCTUATION)
+        _argument(one)
+        and _argument(two)
+        and not set(mid) & PUNCTUATION
+        and not (len(mid) <= _SHORT_MIDDLE and set(mid) & _SYMMETRIC)
         for one, mid, two in _trades(a, b)
     )
+
+
+_SHORT_MIDDLE = 3  # words: "with", "compared with", "is compatible with"
 
 
 # Joining two sides whose order is free: "A or B", "A and B", "between A and B", "A vs B".

@@ -84,6 +84,7 @@ order | Can a fox catch a hen? | Can a fox be caught by a hen?
 order | What eats owls? | What do owls eat?
 order | who hired the new coach | who did the new coach hire
 order | What feeds on aphids? | What do aphids feed on?
+order | as a chef how do I work with a picky waiter | as a waiter how do I work with a picky chef
 order | How do termites damage wood? | How are termites damaged by wood?
 order | Who pays the closing costs, the buyer? | Who pays the closing costs, the seller?
 """)
