@@ -83,10 +83,17 @@ for _a, _b in ROLES:
     _COUNTERPARTS.setdefault(_b, set()).add(_a)
 
 
+def _role(word: str) -> str:
+    """A role in the plural read as the role ("the guests'" / "the host's")."""
+    if word not in _COUNTERPARTS and word.endswith("s") and word[:-1] in _COUNTERPARTS:
+        return word[:-1]
+    return word
+
+
 def role_changed(cached: str, asked: str) -> tuple[str, str] | None:
     """A role one question names and the other does not, whose counterpart the other names
     instead ("can the sender recall a wire" / "can the recipient recall a wire")."""
-    ca, cb = set(contrast_words(cached)), set(contrast_words(asked))
+    ca, cb = ({_role(w) for w in contrast_words(t)} for t in (cached, asked))
     for x in sorted(ca - cb):
         for y in sorted(_COUNTERPARTS.get(x, ())):
             if y in cb - ca:

@@ -85,6 +85,7 @@ order | What eats owls? | What do owls eat?
 order | who hired the new coach | who did the new coach hire
 order | What feeds on aphids? | What do aphids feed on?
 order | as a chef how do I work with a picky waiter | as a waiter how do I work with a picky chef
+order | What should the guests bring to a potluck? | What should the host bring to a potluck?
 order | How do termites damage wood? | How are termites damaged by wood?
 order | Who pays the closing costs, the buyer? | Who pays the closing costs, the seller?
 """)
