@@ -35,6 +35,7 @@ import contextlib
 import sys
 import tempfile
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -219,67 +220,96 @@ async def floor(url: str, entries: list[str], requests: int) -> dict[str, Any]:
 
 
 async def over_http(
-    url: str,
+    urls: dict[str, str],
     key: str,
     entries: list[str],
     requests: int,
     *,
-    variant: str = "",
+    seed: bool = True,
     every_path: bool = True,
 ) -> dict[str, Any]:
-    """Hits over HTTP; with ``variant``: an edge sharing the first one's index (already
-    seeded), timed on verified rewordings only unless ``every_path``."""
+    """Hits over HTTP at each edge of ``urls`` (its variant, "" for the first, to its URL),
+    all on one index: the first edge seeds it when ``seed``. With several edges they take
+    turns at each path and concurrency (``alternating``), so a machine that slows down
+    during the run slows them alike; timed on verified rewordings only unless
+    ``every_path``."""
     async with contextlib.AsyncExitStack() as stack:
-        users = await _users(stack, url, {"authorization": f"Bearer {key}"})
-        c = users.get_nowait()
-        users.put_nowait(c)
-
-        progress(f"seeding {len(entries)} answers through the edge model ...")
-        for prompt in entries if not variant else ():
-            for _ in range(50):
-                r = await c.post("/v1/chat/completions", json=body(prompt))
-                r.raise_for_status()
-                if r.headers.get("x-edgecore-tier") == "cache":
-                    break
-                if r.json()["choices"][0]["finish_reason"] != "stop":
-                    raise RuntimeError(f"edge model did not finish {prompt!r}; shorten it")
-                await asyncio.sleep(0.05)
-
-        async def ask(prompt: str) -> httpx.Response:
-            r = await _post(users, prompt)
-            if r.status_code != 200 or r.headers.get("x-edgecore-tier") != "cache":
-                cache = r.headers.get("x-edgecore-cache")
-                raise RuntimeError(f"not a cache hit ({cache}): {r.status_code} {r.text[:200]}")
-            return r
-
-        # Only rewordings served as intended are timed (a miss would time the edge model).
-        progress("finding rewordings the matcher serves ...")
-        served: dict[str, list[str]] = {"reworded": [], "verified": []}
-        for prompt in entries:
-            for how, rewrite in (("reworded", reworded), ("verified", verified)):
-                with contextlib.suppress(RuntimeError):
-                    r = await ask(rewrite(prompt))
-                    if r.headers.get("x-edgecore-cache-match", "").startswith(how):
-                        served[how].append(rewrite(prompt))
-        paths = {f"http-verified{variant}/edgecore": served["verified"]}
-        if every_path:
-            paths = {
-                f"http{variant}/edgecore": entries,
-                f"http-reworded{variant}/edgecore": served["reworded"],
-                **paths,
-            }
-        results: dict[str, Any] = {
-            f"{how}_rewordings{variant}": f"{len(qs)}/{len(entries)}" for how, qs in served.items()
+        users = {
+            variant: await _users(stack, url, {"authorization": f"Bearer {key}"})
+            for variant, url in urls.items()
         }
-        for name, questions in paths.items():
-            for clients in CLIENTS if questions else ():
-                progress(f"{name} at {clients} clients ...")
-
-                async def hit(i: int, qs: list[str] = questions) -> None:
-                    await ask(qs[i % len(qs)])
-
-                results[f"{name}@{clients}"] = await load(hit, requests=requests, clients=clients)
+        if seed:
+            await _seed(next(iter(users.values())), entries)
+        served = {variant: await _served(u, entries) for variant, u in users.items()}
+        results: dict[str, Any] = {
+            f"{how}_rewordings{variant}": f"{len(qs)}/{len(entries)}"
+            for variant, found in served.items()
+            for how, qs in found.items()
+        }
+        paths = {"http": "", "http-reworded": "reworded", "http-verified": "verified"}
+        if not every_path:
+            paths = {"http-verified": "verified"}
+        for path, how in paths.items():
+            for clients in CLIENTS:
+                ops = {
+                    f"{path}{variant}/edgecore": _asking(users[variant], qs)
+                    for variant in urls
+                    if (qs := served[variant][how] if how else entries)
+                }
+                if not ops:
+                    continue
+                progress(f"{', '.join(ops)} at {clients} clients ...")
+                timed = await alternating(ops, requests=requests, clients=clients)
+                results |= {f"{name}@{clients}": r for name, r in timed.items()}
     return results
+
+
+async def _seed(user_pool: asyncio.Queue[httpx.AsyncClient], entries: list[str]) -> None:
+    """Each entry answered by the edge model and remembered (asked until it is a hit)."""
+    progress(f"seeding {len(entries)} answers through the edge model ...")
+    c = user_pool.get_nowait()
+    user_pool.put_nowait(c)
+    for prompt in entries:
+        for _ in range(50):
+            r = await c.post("/v1/chat/completions", json=body(prompt))
+            r.raise_for_status()
+            if r.headers.get("x-edgecore-tier") == "cache":
+                break
+            if r.json()["choices"][0]["finish_reason"] != "stop":
+                raise RuntimeError(f"edge model did not finish {prompt!r}; shorten it")
+            await asyncio.sleep(0.05)
+
+
+async def _ask(users: asyncio.Queue[httpx.AsyncClient], prompt: str) -> httpx.Response:
+    r = await _post(users, prompt)
+    if r.status_code != 200 or r.headers.get("x-edgecore-tier") != "cache":
+        cache = r.headers.get("x-edgecore-cache")
+        raise RuntimeError(f"not a cache hit ({cache}): {r.status_code} {r.text[:200]}")
+    return r
+
+
+async def _served(
+    users: asyncio.Queue[httpx.AsyncClient], entries: list[str]
+) -> dict[str, list[str]]:
+    """The rewordings this edge serves as intended (a miss would time the edge model)."""
+    progress("finding rewordings the matcher serves ...")
+    served: dict[str, list[str]] = {"reworded": [], "verified": []}
+    for prompt in entries:
+        for how, rewrite in (("reworded", reworded), ("verified", verified)):
+            with contextlib.suppress(RuntimeError):
+                r = await _ask(users, rewrite(prompt))
+                if r.headers.get("x-edgecore-cache-match", "").startswith(how):
+                    served[how].append(rewrite(prompt))
+    return served
+
+
+def _asking(
+    users: asyncio.Queue[httpx.AsyncClient], questions: list[str]
+) -> Callable[[int], Awaitable[None]]:
+    async def hit(i: int) -> None:
+        await _ask(users, questions[i % len(questions)])
+
+    return hit
 
 
 def table(results: dict[str, Any]) -> str:
@@ -407,29 +437,28 @@ def run_all(args: argparse.Namespace) -> Results:
                    ready=f"http://127.0.0.1:{bare}/readyz"):  # fmt: skip
             runs |= asyncio.run(floor(f"http://127.0.0.1:{bare}", http_entries, args.requests))
         profile = (args.out or RESULTS / "cache_hit_path.json").with_suffix(".edge.svg")
-        with edge_server(tmp / "edge.log", profile=profile if args.profile else None, **edge,
-                         cache__cross_encoder="false") as url:  # fmt: skip
-            runs |= asyncio.run(over_http(url, key, http_entries, args.requests))
+        with contextlib.ExitStack() as edges:
+            urls = {"": edges.enter_context(
+                edge_server(tmp / "edge.log", profile=profile if args.profile else None, **edge,
+                            cache__cross_encoder="false"))}  # fmt: skip
+            if args.baseline:  # the same index and entries, served by an edge at that commit
+                tree = edges.enter_context(baseline(args.baseline, tmp))
+                urls["-before"] = edges.enter_context(
+                    edge_server(tmp / "edge-before.log", source=tree, **edge,
+                                cache__cross_encoder="false"))  # fmt: skip
+            runs |= asyncio.run(over_http(urls, key, http_entries, args.requests))
         # The same index and entries, with the cross-encoder stacked on the verifier: as it
-        # runs (only where it can change the decision), then reading every candidate.
-        for variant, band in (("+cross-encoder", "true"), ("+cross-encoder/every", "false")):
-            log = tmp / f"edge{variant.replace('/', '-')}.log"
-            with edge_server(log, **edge, cache__cross_encoder="true",
-                             cache__cross_encoder_band=band) as url:  # fmt: skip
-                runs |= asyncio.run(
-                    over_http(
-                        url, key, http_entries, args.requests, variant=variant, every_path=False
-                    )
-                )
-        if args.baseline:  # the same index and entries, served by an edge at that commit
-            with (
-                baseline(args.baseline, tmp) as tree,
-                edge_server(tmp / "edge-before.log", source=tree, **edge,
-                            cache__cross_encoder="false") as url,
-            ):  # fmt: skip
-                runs |= asyncio.run(
-                    over_http(url, key, http_entries, args.requests, variant="-before")
-                )
+        # runs (only where it can change the decision), and reading every candidate.
+        with contextlib.ExitStack() as edges:
+            urls = {
+                variant: edges.enter_context(
+                    edge_server(tmp / f"edge{variant.replace('/', '-')}.log", **edge,
+                                cache__cross_encoder="true", cache__cross_encoder_band=band))
+                for variant, band in (("+cross-encoder", "true"), ("+cross-encoder/every", "false"))
+            }  # fmt: skip
+            runs |= asyncio.run(
+                over_http(urls, key, http_entries, args.requests, seed=False, every_path=False)
+            )
     return {"entries": args.entries, "requests": args.requests, "runs": runs,
             "ratios": ratios(runs),
             "baseline": commit_of(args.baseline) if args.baseline else None}  # fmt: skip
