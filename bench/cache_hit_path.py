@@ -23,7 +23,12 @@ instance shared by both), same entries. For 1, 16 and 64 concurrent clients it t
   the MLP verifier all run (the first edge runs the MLP alone). The edge
   runs with exploration off, so every such hit is served. A second edge on the same index
   repeats it with the cross-encoder on (``http-verified+cross-encoder``), and a third with
-  it reading every candidate, as before the borderline band (``+cross-encoder/every``).
+  it reading every candidate, as before the borderline band (``+cross-encoder/every``);
+  those two take turns, five rounds at each concurrency (``bench.common.alternating``).
+With ``--baseline REF``, an edge running that commit serves the same index beside the
+current one, and the two take turns the same way: one edge's whole run after the other's
+reads the machine's drift as a difference (stop 54: 0.61x for a change that reads 0.98x by
+turns).
 Prints a table, writes JSON and a PNG next to it. Compare ratios: machines here are noisy.
 """
 
@@ -408,7 +413,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-entries", type=int, default=16, help="answers seeded via HTTP")
     parser.add_argument(
         "--baseline", default=None, metavar="REF",
-        help="also serve the HTTP paths from an edge at this commit: before and after, one run",
+        help="also serve the HTTP paths from an edge at this commit, taking turns with this one",
     )  # fmt: skip
     parser.add_argument(
         "--profile", action="store_true",
