@@ -239,7 +239,9 @@ def test_the_overhead_header_leaves_out_the_cores_time(stack: Stack) -> None:
     """x-edgecore-overhead-ms is the edge's own time to the first byte it sends: the core's
     prefill is left out, whether it delays a JSON answer or a stream's first event. A
     stream's headers go out with its first event, so the figure covers up to it."""
-    limit_ms = PREFILL_S * 1000 / 4
+    # Half the prefill: counting the core's time would read at least the whole of it, and a
+    # 2-core CI box running the suite once stalled the edge 243 ms (a quarter was the limit).
+    limit_ms = PREFILL_S * 1000 / 2
     started = time.perf_counter()
     r = _chat(stack, stream=False)
     assert time.perf_counter() - started >= PREFILL_S
