@@ -350,8 +350,13 @@ def axis_sides(axis: str) -> tuple[frozenset[str], frozenset[str]]:
 
 def verb_forms() -> dict[str, tuple[str, str]]:
     """Each verb of ``REGULAR_VERBS`` and ``IRREGULAR_VERBS``: its (past, participle)."""
-    regular = {v: (v + "d" if v.endswith("e") else v + "ed",) * 2 for v in REGULAR_VERBS}
+    regular = {v: (regular_past(v),) * 2 for v in REGULAR_VERBS}
     return {**regular, **IRREGULAR_VERBS}
+
+
+def regular_past(verb: str) -> str:
+    """The past of a regular verb: "cook" -> "cooked", "use" -> "used"."""
+    return verb + "d" if verb.endswith("e") else verb + "ed"
 
 
 def third_person(verb: str) -> str:

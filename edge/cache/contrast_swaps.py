@@ -6,6 +6,7 @@ my games to a new drive" / "... from a new drive". Part of ``contrast.contrast_b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 
 from shared.lexicon import (
@@ -14,6 +15,7 @@ from shared.lexicon import (
     QUESTION_WORDS,
     STOPWORDS,
     contrast_words,
+    regular_past,
     third_person,
     verb_forms,
 )
@@ -204,30 +206,32 @@ def _asked_traded(a: Sequence[str], b: Sequence[str]) -> bool:
 
 def _doer_and_done(doer: Sequence[str], done: Sequence[str]) -> bool:
     """``doer`` is "what VERBs X ...", ``done`` is "what do X VERB ..."."""
+    asks = [k for k in range(len(done) - 3) if done[k] in _WHO and done[k + 1] in _DO]
+    if not asks:
+        return False
     for i in range(len(doer) - 2):
         verb = doer[i + 1]
         if doer[i] not in _WHO or verb in _DO or verb in _BE or verb in STOPWORDS:
             continue
-        thing = _phrase(doer[i + 2 :], ends=frozenset())  # "preys on hawks": the "on" too
-        for k in range(len(done) - 3):
-            if done[k] not in _WHO or done[k + 1] not in _DO:
-                continue
+        thing = _phrase(doer[i + 2 :], ends=_NO_ENDS)  # "preys on hawks": the "on" too
+        for k in asks:
             for v in range(k + 3, min(k + 7, len(done))):  # a subject of a few words
-                if verb != done[v] and verb in _forms(done[v]):
+                if verb in _inflected(done[v]):
                     subject = {w for w in done[k + 2 : v] if _content(w)}
                     if subject and subject <= thing:
                         return True
     return False
 
 
-def _forms(verb: str) -> set[str]:
-    """What a question may write for ``verb`` where it asks for the doer: "eats", "ate"
-    (the bare verb too, which ``_doer_and_done`` does not take: "what language do you
-    think ..." is no doer of "language")."""
-    past = (
-        _VERBS[verb][0] if verb in _VERBS else (verb + "d" if verb.endswith("e") else verb + "ed")
-    )
-    return {verb, third_person(verb), past}
+_NO_ENDS: frozenset[str] = frozenset()
+
+
+@functools.lru_cache(maxsize=4096)
+def _inflected(verb: str) -> frozenset[str]:
+    """How a question asking for the doer writes ``verb``: "eats", "ate". Not the bare
+    verb: "what language do you think ..." is no doer of "language"."""
+    past = _VERBS[verb][0] if verb in _VERBS else regular_past(verb)
+    return frozenset((third_person(verb), past)) - {verb}
 
 
 def _arguments(words: Sequence[str]) -> list[str]:
