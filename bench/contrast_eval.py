@@ -38,6 +38,10 @@ contrast veto (``edge.cache.contrast.contrast_by``) and without it, on:
   (341 different questions, 176 rewordings, after 43 pairs already in earlier sets were
   left out), run first on stop 53's models and code as landed; its first run is in
   ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind6.jsonl``, an eighth set written blind at stop 55 the same way
+  (323 different questions, 166 rewordings, after 48 pairs already in earlier sets were
+  left out), run first on stop 54's code as landed and on this stop's abbreviation view;
+  its first runs are in ``docs/cache.md``, and from then on it is a dev set;
 * the QQP test split of ``../shared/data/cache`` (skipped when absent): precision and recall
   of the default decision before and after the veto;
 * the GPTCache paraphrase mock (all paraphrases): recall before and after.
@@ -70,9 +74,10 @@ BLIND2 = DEV.with_name("contrast_blind2.jsonl")
 BLIND3 = DEV.with_name("contrast_blind3.jsonl")
 BLIND4 = DEV.with_name("contrast_blind4.jsonl")
 BLIND5 = DEV.with_name("contrast_blind5.jsonl")
+BLIND6 = DEV.with_name("contrast_blind6.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
-    "blind4": BLIND4, "blind5": BLIND5,
+    "blind4": BLIND4, "blind5": BLIND5, "blind6": BLIND6,
 }  # fmt: skip
 
 
