@@ -223,6 +223,31 @@ def operators(text: str) -> tuple[str, ...]:
 # One canonical word for each group of words with one meaning in a question. Conservative:
 # only words that mean the same in every sense a question is likely to use. The rewording
 # step reads a question through it; the generator swaps each pair both ways.
+# Units, each with the ways it is written: the contrast check reads a change of unit, the
+# rewording step folds each spelling to its unit ("mg" / "milligrams").
+UNITS = {
+    "celsius": "celsius centigrade", "fahrenheit": "fahrenheit", "kelvin": "kelvin",
+    "km": "km kilometer kilometers kilometre kilometres", "mile": "mile miles mi",
+    "kmh": "kmh", "mph": "mph", "knot": "knot knots", "meter": "meter meters metre metres",
+    "cm": "cm centimeter centimeters centimetre centimetres",
+    "mm": "mm millimeter millimeters millimetre millimetres", "inch": "inch inches",
+    "foot": "foot feet ft", "yard": "yard yards", "kg": "kg kgs kilogram kilograms kilo kilos",
+    "gram": "gram grams grammes", "mg": "mg milligram milligrams",
+    "mcg": "mcg microgram micrograms", "pound": "pound pounds lb lbs",
+    "ounce": "ounce ounces oz", "cup": "cup cups", "tbsp": "tbsp tablespoon tablespoons",
+    "tsp": "tsp teaspoon teaspoons", "liter": "liter liters litre litres",
+    "ml": "ml milliliter milliliters millilitre millilitres", "gallon": "gallon gallons",
+    "quart": "quart quarts", "pint": "pint pints", "second": "seconds secs",
+    "minute": "minute minutes mins", "hour": "hour hours hrs", "day": "day days",
+    "week": "week weeks", "month": "month months", "year": "year years yrs",
+    "usd": "usd dollar dollars bucks", "eur": "eur euro euros", "gbp": "gbp",
+    "jpy": "jpy yen", "inr": "inr rupee rupees", "percent": "percent percentage",
+    "byte": "byte bytes", "bit": "bit bits", "kb": "kb kilobyte kilobytes",
+    "mb": "mb megabyte megabytes", "gb": "gb gigabyte gigabytes", "tb": "tb terabyte terabytes",
+    "mbps": "mbps", "ghz": "ghz", "mhz": "mhz", "watt": "watt watts w", "kwh": "kwh",
+    "volt": "volt volts", "amp": "amp amps ampere amperes", "calorie": "kcal",
+}  # fmt: skip
+UNIT_OF = {w: unit for unit, words in UNITS.items() for w in words.split()}
 SYNONYMS = {
     "repair": "fix", "film": "movie", "automobile": "car", "purchase": "buy",
     "large": "big", "begin": "start", "kid": "child", "children": "child",

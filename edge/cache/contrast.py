@@ -19,6 +19,7 @@ from shared.lexicon import (
     NEGATORS,
     PUNCTUATION,
     ROLES,
+    UNIT_OF,
     axis_sides,
     contrast_words,
     operators,
@@ -168,33 +169,10 @@ def _numbers_differ(cached: str, asked: str) -> bool:
     return na != nb
 
 
-_UNITS = {
-    "celsius": "celsius centigrade", "fahrenheit": "fahrenheit", "kelvin": "kelvin",
-    "km": "km kilometer kilometers kilometre kilometres", "mile": "mile miles mi",
-    "kmh": "kmh", "mph": "mph", "knot": "knot knots", "meter": "meter meters metre metres",
-    "cm": "cm centimeter centimeters centimetre centimetres",
-    "mm": "mm millimeter millimeters millimetre millimetres", "inch": "inch inches",
-    "foot": "foot feet ft", "yard": "yard yards", "kg": "kg kgs kilogram kilograms kilo kilos",
-    "gram": "gram grams grammes", "mg": "mg milligram milligrams",
-    "mcg": "mcg microgram micrograms", "pound": "pound pounds lb lbs",
-    "ounce": "ounce ounces oz", "cup": "cup cups", "tbsp": "tbsp tablespoon tablespoons",
-    "tsp": "tsp teaspoon teaspoons", "liter": "liter liters litre litres",
-    "ml": "ml milliliter milliliters millilitre millilitres", "gallon": "gallon gallons",
-    "quart": "quart quarts", "pint": "pint pints", "second": "seconds secs",
-    "minute": "minute minutes mins", "hour": "hour hours hrs", "day": "day days",
-    "week": "week weeks", "month": "month months", "year": "year years yrs",
-    "usd": "usd dollar dollars bucks", "eur": "eur euro euros", "gbp": "gbp",
-    "jpy": "jpy yen", "inr": "inr rupee rupees", "percent": "percent percentage",
-    "byte": "byte bytes", "bit": "bit bits", "kb": "kb kilobyte kilobytes",
-    "mb": "mb megabyte megabytes", "gb": "gb gigabyte gigabytes", "tb": "tb terabyte terabytes",
-    "mbps": "mbps", "ghz": "ghz", "mhz": "mhz", "watt": "watt watts w", "kwh": "kwh",
-    "volt": "volt volts", "amp": "amp amps ampere amperes", "calorie": "kcal",
-}  # fmt: skip
-_UNIT_OF = {w: unit for unit, words in _UNITS.items() for w in words.split()}
 
 
 def units(text: str) -> set[str]:
-    return {_UNIT_OF[w] for w in contrast_words(text) if w in _UNIT_OF}
+    return {UNIT_OF[w] for w in contrast_words(text) if w in UNIT_OF}
 
 
 # Lower-case names users write without capitals: swapping one for another is a new question

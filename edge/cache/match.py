@@ -5,7 +5,11 @@ module decides, in one chain of named steps (``Match.steps`` lists those that ra
 one decided; ``eval cache --show-false-hits`` and the debug log print them):
 
 1. ``exact``: the same question, word for word, is served (whatever its cosine).
-2. ``floor``: below ``floor`` cosine a neighbour is not even a candidate (no verifier run).
+2. ``view:abbreviation``: a neighbour that is the new question reworded once an
+   abbreviation is read as the words it stands for ("CPU" / "central processing unit",
+   ``edge.cache.initialisms``: read from its letters, no table) is served, whatever its
+   cosine: the bi-encoder puts many such pairs far below the floor.
+   ``floor``: below ``floor`` cosine a neighbour is not even a candidate (no verifier run).
 3. Without a verifier (none was prepared: its training data was absent) nothing else is
    served, unless the operator opted in to a plain cosine threshold (``min_similarity``).
 4. ``veto:contrast``: a candidate whose question asks the opposite of the new one
@@ -56,6 +60,7 @@ import numpy as np
 
 from edge.cache.contrast import contrast_by
 from edge.cache.contrast_swaps import coordinated_swap
+from edge.cache.initialisms import abbreviated_as
 from edge.cache.pair_checks import told_apart_by
 from edge.cache.rewording import reworded
 from edge.cache.spelling import Respelling, Speller, read_alike
@@ -190,7 +195,8 @@ class Matcher:
         draw: float = 1.0,
     ) -> Match:
         """One chain, each step named in ``Match.steps`` (the last one decided):
-        filters (``partition``: Redis's neighbours; ``exact``; ``floor``) -> ``veto:contrast``
+        filters (``partition``: Redis's neighbours; ``exact``; ``view:abbreviation``;
+        ``floor``) -> ``veto:contrast``
         -> ``reworded`` -> scorers (``scorer:cosine`` without a verifier; else
         ``veto:told_apart``, ``scorer:mlp``, ``scorer:cross_encoder``) -> ``picker:delta``.
         ``draw`` is a uniform random number in [0, 1) for exploration (1.0: never)."""
@@ -264,6 +270,15 @@ class Matcher:
             if normalize(c.prompt) == query:
                 steps.append(Step("exact", "the same words"))
                 return Match(c, 1.0, 1.0, True, "exact")
+        if self.semantic:  # an abbreviation spelled out: whatever the floor
+            for c in candidates:
+                view = abbreviated_as(c.prompt, text)
+                if view is None or not reworded(c.prompt, view):
+                    continue
+                if p.contrast and contrast_by(c.prompt, view) is not None:
+                    continue
+                steps.append(Step("view:abbreviation", f"read as {view!r}: reworded"))
+                return Match(c, 1.0, 1.0, True, "reworded")
         live = [c for c in candidates if c.cosine >= p.floor]
         steps.append(Step("floor", f"{len(live)} of {len(candidates)} at cosine >= {p.floor:.2f}"))
         if not live:

@@ -128,18 +128,22 @@ def spelled_out(acronym: str, words: Sequence[str]) -> set[int]:
 _CAMEL_PART = re.compile(r"[A-Z][a-z]+")
 
 
-def _parts(text: str) -> tuple[list[str], list[str]]:
-    """The words of ``text`` in lower case, a capitalised compound split where its capitals
-    are ("JavaScript": java, script; "iPhone", "IQs" and "MemSQL" are one), and the word
-    (in lower case) each part is of."""
-    parts: list[str] = []
-    owner: list[str] = []
-    for _, w in cased_words(text):
+def word_parts(text: str) -> list[tuple[int, int, str]]:
+    """The words of ``text`` in lower case, each with the span of the word it is of, a
+    capitalised compound split where its capitals are ("JavaScript": java, script;
+    "iPhone", "IQs" and "MemSQL" are one)."""
+    out: list[tuple[int, int, str]] = []
+    for start, w in cased_words(text):
         split = _CAMEL_PART.findall(w) if w[0].isupper() and not w.isupper() else []
         for part in split if len(split) > 1 and "".join(split) == w else [w]:
-            parts.append(part.lower())
-            owner.append(w.lower())
-    return parts, owner
+            out.append((start, start + len(w), part.lower()))
+    return out
+
+
+def _parts(text: str) -> tuple[list[str], list[str]]:
+    """``word_parts``' parts, and the word (in lower case) each part is of."""
+    spans = word_parts(text)
+    return [p for _, _, p in spans], [text[a:b].lower() for a, b, _ in spans]
 
 
 def _acronyms(text: str) -> set[str]:

@@ -17,7 +17,8 @@ than A" and "boat house" / "house boat" are never rewordings; the matcher runs t
 check before this in any case.
 
 Served with no model, so only what provably keeps the question: case, whitespace, sentence
-punctuation, contractions, filler, plurals and the short synonym table below. Every other
+punctuation, contractions, filler, plurals, the short synonym table below and the ways a unit
+is written (``shared.lexicon.UNITS``: "mg" / "milligrams", "lb" / "pounds"). Every other
 mark (operators, signs, brackets, symbols), every number as written and every negation must
 be the same on both sides (``_fixed``): "2x + 3 = 7" / "2x - 3 = 7" and "2.5" / "25" are
 left to the verifier and the contrast checks.
@@ -28,7 +29,7 @@ from __future__ import annotations
 import re
 
 from edge.cache.pair_checks import _stem
-from shared.lexicon import NEGATORS, PUNCTUATION, SYNONYMS, contrast_words, written_out
+from shared.lexicon import NEGATORS, PUNCTUATION, SYNONYMS, UNIT_OF, contrast_words, written_out
 
 # Words whose presence or absence does not change the question asked.
 _FILLER = frozenset("a an the please pls plz kindly just really actually is are am".split())
@@ -51,7 +52,7 @@ _LONGEST = 60  # words; longer texts are left to the verifier
 
 def canonical(text: str) -> list[str]:
     """The words that carry the question: contractions spelled out, filler dropped,
-    plurals and listed synonyms folded."""
+    plurals, units and listed synonyms folded."""
     text = _LANGUAGE_NAMES.sub(lambda m: m.group(1) + _SIGNS[m.group(2)], text)
     tokens = contrast_words(text)
     ends = {i - 1 for i, w in enumerate(tokens) if w in PUNCTUATION} | {len(tokens) - 1}
@@ -68,7 +69,7 @@ def canonical(text: str) -> list[str]:
             continue
         if generic and w in _GENERIC:
             continue
-        w = SYNONYMS.get(w, w)
+        w = UNIT_OF.get(w) or SYNONYMS.get(w, w)
         stem = _stem(w)
         if stem != w and stem not in present:
             w = SYNONYMS.get(stem, stem)

@@ -500,6 +500,20 @@ def test_the_chain_names_the_step_that_decided() -> None:
     assert "veto:told_apart: 1 of 1 vetoed (questions)" in map(str, match.steps)
 
 
+def test_an_abbreviation_spelled_out_is_served_whatever_its_cosine() -> None:
+    m = Matcher(cosine_verifier(), MatchPolicy(floor=0.8))
+    q, far = candidate(0.6, prompt="What does the CPU do?")  # the bi-encoder read 0.62
+    match = m.decide(q, "what does the central processing unit do", [far])
+    assert (match.serve, match.reason, match.decided_by) == (True, "reworded", "view:abbreviation")
+    # Any other word changed: the view is no rewording, and the floor decides as before.
+    match = m.decide(q, "what does the central processing unit cost", [far])
+    assert (match.serve, match.decided_by) == (False, "floor")
+    # Without a verifier only the same words are served, abbreviated or not.
+    match = Matcher(None, MatchPolicy(floor=0.8)).decide(q, "what does the central "
+                                                         "processing unit do", [far])  # fmt: skip
+    assert not match.serve
+
+
 def test_operating_points_read_the_score_curve() -> None:
     scores = np.array([0.9, 0.8, 0.8, 0.7, 0.6, 0.0])
     labels = np.array([1, 1, 0, 1, 0, 1])

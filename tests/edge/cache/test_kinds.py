@@ -50,6 +50,13 @@ KINDS = {
         "Can a hawk be caught by a rabbit?",
         "Can a rabbit be caught by a hawk?",
     ),
+    # An abbreviation spelled out is the same question (read from its letters, whatever the
+    # cosine); the long form asking something else is not.
+    "abbreviation": (
+        "How does a VPN protect my data?",
+        "How does a virtual private network slow my connection?",
+        "How does a virtual private network protect my data?",
+    ),
     # An aside on why one asks changes nothing; a constraint before the question does.
     "aside": (
         "Can I eat blue cheese?",
@@ -67,6 +74,7 @@ LIGHT = {
     "formula": "how do i solve 3x + 4 = 10",
     "voice": "can a hawk catch a rabbit",
     "aside": "Can I eat blue cheese ?",
+    "abbreviation": "how does a VPN protect my data",
 }
 # Rewordings the test build's models refused on the AMD (AVX2) machines they were written
 # on: all five, at scores 0.55-0.81 (issue 32, point 4: recall). Not strict: they sit near

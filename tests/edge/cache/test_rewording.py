@@ -26,6 +26,9 @@ SAME = [
     ("Can I fly direct from Paris to Rome?", "From Paris, can I fly direct to Rome?"),
     ("How do I make pasta with garlic?", "how do I make pasta w/ garlic"),
     ("Can I bake bread without yeast?", "can I bake bread w/o yeast"),
+    # A unit however it is written (shared.lexicon.UNITS).
+    ("How many milligrams of caffeine in a Red Bull?", "how many mg of caffeine in a red bull"),
+    ("How many ounces in a pound?", "how many oz in a lb"),
 ]
 DIFFERENT = [
     ("How do I convert Celsius to Fahrenheit?", "How do I convert Fahrenheit to Celsius?"),
@@ -38,6 +41,8 @@ DIFFERENT = [
     ("Why do you hate me?", "Why do I hate you?"),
     ("Can dogs eat grapes?", "Do dogs eat grapes?"),
     ("What does лес mean?", "What does мир mean?"),
+    ("How many mg of caffeine in a Red Bull?", "How many g of caffeine in a Red Bull?"),
+    ("How many oz in a lb?", "How many lb in an oz?"),
     ("Why does my printer connect?", "Why doesn't my printer connect?"),
     ("How do I turn on dark mode?", "How do I turn off dark mode?"),
     ("How can I redirect HTTP to HTTPS in nginx?", "How can I redirect HTTPS to HTTP in nginx?"),

@@ -1,0 +1,73 @@
+"""One question with an abbreviation, the other with the words it stands for (pure).
+
+"what does the CPU do" / "what does the central processing unit do", "is an MBA worth it" /
+"is a Master of Business Administration worth it", "k8s" / "kubernetes": the bi-encoder
+puts many such pairs far apart (cosine 0.62 for the CPU pair), and no word table can list
+every abbreviation users type. So none is listed: an abbreviation is read from its letters.
+
+- An **initialism** is a word of 2-6 capitals as written ("CPU", "FAFSA"; not "it" or "us",
+  which are words), or of 2-6 lower-case letters none of them a vowel or "y" ("tcp", "vpn",
+  "npm": no English word is spelled so; "nyc" is not read). It stands for a run of words in
+  the other question whose first letters spell it (``pair_checks.spelled_out``, which the
+  names check reads too: small words counted or skipped, a hyphen or a compound's capitals
+  splitting a word: "post-traumatic stress disorder", "JavaScript" for "JS"). The run may
+  not use a word of the abbreviating question itself: "What is the best laptop for an IT
+  student?" has its own "is" and "the", so "... laptop for a student" spells no "IT".
+- A **numeronym** is a first letter, the number of letters left out (3 or more) and a last
+  letter ("k8s" for "kubernetes", "i18n" for "internationalization").
+
+``abbreviated_as`` writes the asked question with the cached question's form of each such
+abbreviation; the matcher then asks whether that is the cached question reworded, so every
+other word, number, mark and negation must still agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+from edge.cache.pair_checks import _SMALL, spelled_out, word_parts
+from shared.lexicon import cased_words
+
+# Capitals, or lower case with no vowel (no word is spelled so: "tcp", "vpn", "npm").
+_INITIALISM = re.compile(r"[A-Z]{2,6}|[b-df-hj-np-tv-xz]{2,6}")
+_NUMERONYM = re.compile(r"([a-z])(\d{1,2})([a-z])")
+
+
+def abbreviated_as(cached: str, asked: str) -> str | None:
+    """``asked`` with each abbreviation it shares with ``cached`` (one side short, the other
+    spelled out) written as ``cached`` writes it; None when there is none."""
+    view = asked
+    for short in _abbreviations(cached):
+        run = _spelled(short, view, cached)
+        if short not in _abbreviations(view) and run is not None:
+            view = view[: run[0]] + short + view[run[1] :]
+    for short in _abbreviations(view):
+        run = _spelled(short, cached, view)
+        if short not in _abbreviations(cached) and run is not None:
+            view = re.sub(rf"\b{re.escape(short)}\b", cached[run[0] : run[1]], view, count=1)
+    return None if view == asked else view
+
+
+def _abbreviations(text: str) -> list[str]:
+    return [
+        w
+        for _, w in cased_words(text)
+        if _INITIALISM.fullmatch(w) or ((m := _NUMERONYM.fullmatch(w)) and int(m[2]) >= 3)
+    ]
+
+
+def _spelled(short: str, text: str, own_text: str) -> tuple[int, int] | None:
+    """The span of ``text`` that spells ``short`` out (``own_text``: where ``short`` is
+    written; the run may not use its words), or None."""
+    own = {w.lower() for _, w in cased_words(own_text)}
+    parts = word_parts(text)
+    if (m := _NUMERONYM.fullmatch(short)) is not None:
+        first, gap, last = m[1], int(m[2]), m[3]
+        for start, end, w in parts:
+            if len(w) == gap + 2 and w[0] == first and w[-1] == last and w not in own:
+                return start, end
+        return None
+    run = sorted(spelled_out(short.lower(), [w for _, _, w in parts]))
+    if not run or any(parts[i][2] in own for i in run if parts[i][2] not in _SMALL):
+        return None
+    return parts[run[0]][0], parts[run[-1]][1]
