@@ -197,7 +197,11 @@ def plain_words(text: str) -> tuple[str, ...]:
 # hyphen or slash inside a word ("e-mail", "and/or"), a dash between words set off by
 # spaces ("Python - sorting a list"), and "!" ending a sentence are prose, not operators.
 # "%" is a unit ("percent"), read by the unit check.
-_OPERATOR = re.compile(r"[-+*/^=<>!&|~\u2212\u00d7\u00f7\u2260\u2264\u2265\u2013\u2014]+")
+# A run of dots between two words is a range or a revision range ("1..10", "main...feature"),
+# not an ellipsis.
+_OPERATOR = re.compile(
+    r"[-+*/^=<>!&|~\u2212\u00d7\u00f7\u2260\u2264\u2265\u2013\u2014]+|(?<=\w)\.{2,}(?=\w)"
+)
 _DASHES = frozenset("-\u2013\u2014")
 
 

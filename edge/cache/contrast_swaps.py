@@ -7,6 +7,7 @@ my games to a new drive" / "... from a new drive". Part of ``contrast.contrast_b
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator, Sequence
 
 from shared.lexicon import (
@@ -138,7 +139,41 @@ def swapped(cached: str, asked: str) -> str | None:
     aa, ab = _arguments(wa), _arguments(wb)
     if _traded(aa, ab) or _voice_traded(aa, ab) or _asked_traded(aa, ab):
         return "order"
+    # The same, read through plurals and possessives: "can cats eat dog food" / "can dogs
+    # eat cat food"; "my roommate's boyfriend" / "my boyfriend's roommate" (owner and owned
+    # trade places, with nothing between them).
+    sa, sb = [_singular(w) for w in aa], [_singular(w) for w in ab]
+    if _traded(sa, sb) or _owner_traded(_possessives(cached), _possessives(asked)):
+        return "order"
     return None
+
+
+def _possessives(text: str) -> list[str]:
+    """Lower-case words, a possessive "'s" kept (``contrast_words`` drops it)."""
+    return re.findall(r"[a-z0-9]+(?:'s)?", text.lower().replace("\u2019", "'"))
+
+
+def _singular(word: str) -> str:
+    """No possessive, no plural s (as ``pair_checks._stem``; it cannot be imported here)."""
+    w = word.removesuffix("'s").rstrip("'")
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def _owner_traded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """``b`` is ``a`` with "X's Y" written "Y's X", nothing else changed."""
+    if len(a) != len(b):
+        return False
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    if len(differ) != 2 or differ[1] != differ[0] + 1:
+        return False
+    i = differ[0]
+    owner_a, owned_a, owner_b, owned_b = a[i], a[i + 1], b[i], b[i + 1]
+    return (
+        owner_a.endswith("'s")
+        and owner_b.endswith("'s")
+        and owner_a.removesuffix("'s") == owned_b
+        and owner_b.removesuffix("'s") == owned_a
+    )
 
 
 # A verb's forms, read back to it: the passive's participle, and the active's own forms.

@@ -85,6 +85,9 @@ order | What eats owls? | What do owls eat?
 order | who hired the new coach | who did the new coach hire
 order | What feeds on aphids? | What do aphids feed on?
 order | as a chef how do I work with a picky waiter | as a waiter how do I work with a picky chef
+order | Can horses eat pig feed? | Can pigs eat horse feed?
+order | How do I tell my sister's boss I quit? | How do I tell my boss's sister I quit?
+operator | What does git log v1..v2 show? | What does git log v1...v2 show?
 order | What should the guests bring to a potluck? | What should the host bring to a potluck?
 order | How do termites damage wood? | How are termites damaged by wood?
 order | Who pays the closing costs, the buyer? | Who pays the closing costs, the seller?
@@ -108,6 +111,9 @@ symmetric | Rust vs Go for a command line tool | Go vs Rust for a command line t
 # Paraphrases the rules must leave alone (the verifier may still decline some).
 NOT_CONTRASTS = [
     ("Why doesn't my printer connect?", "Why does my printer not connect?"),
+    # A plural, or an ellipsis, is no trade and no operator.
+    ("Can horses eat pig feed?", "Can a horse eat pig feed?"),
+    ("So... how do I count to ten in French?", "So, how do I count to ten in French?"),
     ("I can't log in to my bank app", "I cannot log in to my bank app"),
     ("How do I turn on dark mode?", "How do I enable dark mode?"),
     ("How do I switch off notifications?", "How do I turn off notifications?"),
