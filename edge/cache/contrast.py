@@ -19,6 +19,7 @@ from shared.lexicon import (
     NEGATORS,
     PUNCTUATION,
     ROLES,
+    STOPWORDS,
     UNIT_OF,
     axis_sides,
     contrast_words,
@@ -236,6 +237,27 @@ def conditional(text: str) -> bool:
     return False
 
 
+# A qualifier added after the whole question narrows it: "what is the fastest land animal" /
+# "... over long distances", "how to propagate pothos" / "... in water". Every contrast set
+# writes this as another question, none as a rewording.
+_SCOPE_HEADS = frozenset(
+    "in on at for from with without by during over under within after before since until via "
+    "using across through near".split()
+)
+
+
+def added_scope(cached: str, asked: str) -> bool:
+    """Whether one question is the other with a block after it that opens with a
+    preposition and names something ("... for beginners", "... in my car"; not "... for
+    me")."""
+    a, b = ([w for w in contrast_words(t) if w not in PUNCTUATION] for t in (cached, asked))
+    short, long = sorted((a, b), key=len)
+    if not short or len(long) == len(short) or long[: len(short)] != short:
+        return False
+    block = long[len(short) :]
+    return block[0] in _SCOPE_HEADS and any(w not in STOPWORDS for w in block[1:])
+
+
 CONTRASTS = (
     "direction", "order", "antonym", "negation", "operator", "number", "unit", "entity",
     "condition",
@@ -254,7 +276,8 @@ def contrast_by(cached: str, asked: str) -> str | None:
     "2x - 3 = 7"); "number": other numbers ("iPhone 14" / "iPhone 15"); "unit": a unit
     swapped for another ("grams" / "ounces"); "entity": another name ("in Japan" / "in
     China", "on ubuntu" / "on windows"); "condition": one carries a condition the other
-    lacks ("... if I am pregnant?").
+    lacks ("... if I am pregnant?"), or a qualifier after the whole question ("... for
+    beginners").
     Contractions ("what's", "don't"), "turn on" for "enable", clause order, and the order of
     "A or B" are no contrast.
     """
@@ -284,6 +307,6 @@ def contrast_by(cached: str, asked: str) -> str | None:
     names = {n for n in new_names(cached, asked) if not n.startswith("i'")}  # "I'm", "I've"
     if names or swapped_entities(cached, asked):
         return "entity"
-    if conditional(cached) != conditional(asked):
+    if conditional(cached) != conditional(asked) or added_scope(cached, asked):
         return "condition"
     return None

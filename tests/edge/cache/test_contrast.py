@@ -74,6 +74,8 @@ condition | How do I reset my router? | How do I reset my router if I forgot the
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
 condition | Can I drink coffee? | Can I drink coffee while breastfeeding?
+condition | How do I repot a cactus? | How do I repot a cactus in winter?
+condition | What is the best soil for potted ferns? | What is the best soil?
 negation | How do I update my phone? | How do I update my phone without wifi?
 negation | Why do cats purr? | I have no idea: why don't cats purr?
 order | Can my boss fire me? | Can I fire my boss?
@@ -111,6 +113,8 @@ symmetric | Rust vs Go for a command line tool | Go vs Rust for a command line t
 # Paraphrases the rules must leave alone (the verifier may still decline some).
 NOT_CONTRASTS = [
     ("Why doesn't my printer connect?", "Why does my printer not connect?"),
+    # A block added after the question that names nothing is no scope.
+    ("Where can I park my bike?", "Where can I park my bike at?"),
     # A plural, or an ellipsis, is no trade and no operator.
     ("Can horses eat pig feed?", "Can a horse eat pig feed?"),
     ("So... how do I count to ten in French?", "So, how do I count to ten in French?"),
