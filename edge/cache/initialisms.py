@@ -37,13 +37,12 @@ def abbreviated_as(cached: str, asked: str) -> str | None:
     """``asked`` with each abbreviation it shares with ``cached`` (one side short, the other
     spelled out) written as ``cached`` writes it; None when there is none."""
     view = asked
-    for short in _abbreviations(cached):
-        run = _spelled(short, view, cached)
-        if short not in _abbreviations(view) and run is not None:
+    theirs, ours = _abbreviations(cached), _abbreviations(asked)
+    for short in theirs:
+        if short not in ours and (run := _spelled(short, view, cached)) is not None:
             view = view[: run[0]] + short + view[run[1] :]
-    for short in _abbreviations(view):
-        run = _spelled(short, cached, view)
-        if short not in _abbreviations(cached) and run is not None:
+    for short in _abbreviations(view) if ours else ():
+        if short not in theirs and (run := _spelled(short, cached, view)) is not None:
             view = re.sub(rf"\b{re.escape(short)}\b", cached[run[0] : run[1]], view, count=1)
     return None if view == asked else view
 

@@ -13,6 +13,7 @@ two kinds duplicates).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -150,7 +151,8 @@ def _acronyms(text: str) -> set[str]:
     return {w.lower() for _, w in cased_words(text) if 2 <= len(w) <= 6 and w.isupper()}
 
 
-def new_names(cached: str, asked: str) -> set[str]:
+@functools.lru_cache(maxsize=512)  # the contrast check and the verifier both ask, per pair
+def new_names(cached: str, asked: str) -> frozenset[str]:
     """Names the asked question has and the cached one does not mention in any form.
 
     QQP labels templated questions that differ only in the place or thing ("... proposed
@@ -167,7 +169,7 @@ def new_names(cached: str, asked: str) -> set[str]:
     spelled = {_stem(owner[i]) for a in _acronyms(cached) for i in spelled_out(a, parts)}
     cached_parts, _ = _parts(cached)
     short = {a for a in _acronyms(asked) if spelled_out(a, cached_parts)}
-    return {
+    return frozenset(
         n
         for n in _names_in(asked)
         if n not in spelled
@@ -176,7 +178,7 @@ def new_names(cached: str, asked: str) -> set[str]:
             n == h or (min(len(n), len(h)) >= 4 and (n.startswith(h) or h.startswith(n)))
             for h in have
         )
-    }
+    )
 
 
 _FOLLOW_UP = frozenset(
