@@ -37,14 +37,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import sys
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 import numpy as np
 from threadpoolctl import threadpool_limits
 
@@ -179,16 +181,40 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
     return results
 
 
+@dataclass(frozen=True)
+class Reply:
+    """What a user read back: the parts of a response these paths check."""
+
+    status_code: int
+    headers: Mapping[str, str]  # case-insensitive, as aiohttp gives them
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+    def raise_for_status(self) -> None:
+        if self.status_code >= 400:
+            raise RuntimeError(f"{self.status_code}: {self.text[:200]}")
+
+
 async def _users(
     stack: contextlib.AsyncExitStack, url: str, headers: dict[str, str]
-) -> asyncio.Queue[httpx.AsyncClient]:
-    """One client (one connection) per simulated user: httpcore's shared pool scans every
-    connection on each request, and at 64 clients that scan alone took more CPU than the
-    edge it was measuring (py-spy), on the same 2 cores."""
-    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    users: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+) -> asyncio.Queue[aiohttp.ClientSession]:
+    """One session (one keep-alive connection) per simulated user. aiohttp, not httpx: the
+    client shares these 2 cores with the server it measures, and httpx's client took about
+    400 us of CPU per request (stop 55, 16 clients), more than the bare server it was
+    measuring (175-220 us), so "the server's floor" was mostly the client's; aiohttp's took
+    90-150 us. (A shared pool per client was worse still: httpcore scans every connection
+    on each request.)"""
+    users: asyncio.Queue[aiohttp.ClientSession] = asyncio.Queue()
+    timeout = aiohttp.ClientTimeout(total=60)
     for _ in range(max(CLIENTS)):
-        user = httpx.AsyncClient(base_url=url, headers=headers, limits=one, timeout=60)
+        user = aiohttp.ClientSession(
+            base_url=url,
+            headers=headers,
+            connector=aiohttp.TCPConnector(limit=1),
+            timeout=timeout,
+        )
         users.put_nowait(await stack.enter_async_context(user))
     return users
 
@@ -198,11 +224,12 @@ def body(prompt: str) -> dict[str, Any]:
             "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
 
 
-async def _post(users: asyncio.Queue[httpx.AsyncClient], prompt: str) -> httpx.Response:
+async def _post(users: asyncio.Queue[aiohttp.ClientSession], prompt: str) -> Reply:
     """``prompt`` asked by the next free user."""
     user = await users.get()
     try:
-        return await user.post("/v1/chat/completions", json=body(prompt))
+        async with user.post("/v1/chat/completions", json=body(prompt)) as r:
+            return Reply(r.status, r.headers, await r.text())
     finally:
         users.put_nowait(user)
 
@@ -269,14 +296,12 @@ async def over_http(
     return results
 
 
-async def _seed(user_pool: asyncio.Queue[httpx.AsyncClient], entries: list[str]) -> None:
+async def _seed(user_pool: asyncio.Queue[aiohttp.ClientSession], entries: list[str]) -> None:
     """Each entry answered by the edge model and remembered (asked until it is a hit)."""
     progress(f"seeding {len(entries)} answers through the edge model ...")
-    c = user_pool.get_nowait()
-    user_pool.put_nowait(c)
     for prompt in entries:
         for _ in range(50):
-            r = await c.post("/v1/chat/completions", json=body(prompt))
+            r = await _post(user_pool, prompt)
             r.raise_for_status()
             if r.headers.get("x-edgecore-tier") == "cache":
                 break
@@ -285,7 +310,7 @@ async def _seed(user_pool: asyncio.Queue[httpx.AsyncClient], entries: list[str])
             await asyncio.sleep(0.05)
 
 
-async def _ask(users: asyncio.Queue[httpx.AsyncClient], prompt: str) -> httpx.Response:
+async def _ask(users: asyncio.Queue[aiohttp.ClientSession], prompt: str) -> Reply:
     r = await _post(users, prompt)
     if r.status_code != 200 or r.headers.get("x-edgecore-tier") != "cache":
         cache = r.headers.get("x-edgecore-cache")
@@ -294,7 +319,7 @@ async def _ask(users: asyncio.Queue[httpx.AsyncClient], prompt: str) -> httpx.Re
 
 
 async def _served(
-    users: asyncio.Queue[httpx.AsyncClient], entries: list[str]
+    users: asyncio.Queue[aiohttp.ClientSession], entries: list[str]
 ) -> dict[str, list[str]]:
     """The rewordings this edge serves as intended (a miss would time the edge model)."""
     progress("finding rewordings the matcher serves ...")
@@ -309,7 +334,7 @@ async def _served(
 
 
 def _asking(
-    users: asyncio.Queue[httpx.AsyncClient], questions: list[str]
+    users: asyncio.Queue[aiohttp.ClientSession], questions: list[str]
 ) -> Callable[[int], Awaitable[None]]:
     async def hit(i: int) -> None:
         await _ask(users, questions[i % len(questions)])
