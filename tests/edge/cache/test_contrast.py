@@ -43,6 +43,7 @@ order | Can a cat outrun a dog? | Can a dog outrun a cat?
 order | Can a Tesla charge a Nissan Leaf? | Can a Nissan Leaf charge a Tesla?
 direction | Can I move my games to a new drive? | Can I move my games from a new drive?
 antonym | Is it safe to eat raw cookie dough? | Is it unsafe to eat raw cookie dough?
+antonym | How do I get my parrot to talk? | How do I keep my parrot from talking at night?
 antonym | Is coffee good for your heart? | Is coffee bad for your heart?
 antonym | How do I turn on dark mode in Windows 11? | How do I turn off dark mode in Windows 11?
 antonym | How do I enable two-factor authentication? | How do I disable two-factor authentication?
@@ -115,6 +116,8 @@ NOT_CONTRASTS = [
     ("Why doesn't my printer connect?", "Why does my printer not connect?"),
     # A block added after the question that names nothing is no scope.
     ("Where can I park my bike?", "Where can I park my bike at?"),
+    # Keeping something out, said two ways, is one goal.
+    ("How do I stop my dog from chewing shoes?", "How can I keep my dog off my shoes?"),
     # A plural, or an ellipsis, is no trade and no operator.
     ("Can horses eat pig feed?", "Can a horse eat pig feed?"),
     ("So... how do I count to ten in French?", "So, how do I count to ten in French?"),
