@@ -44,6 +44,8 @@ order | Can a Tesla charge a Nissan Leaf? | Can a Nissan Leaf charge a Tesla?
 direction | Can I move my games to a new drive? | Can I move my games from a new drive?
 antonym | Is it safe to eat raw cookie dough? | Is it unsafe to eat raw cookie dough?
 antonym | How do I get my parrot to talk? | How do I keep my parrot from talking at night?
+antonym | How do I widen a garden path? | How do I narrow a garden path?
+antonym | How do I thicken a curry? | How do I thin out a curry?
 antonym | Is coffee good for your heart? | Is coffee bad for your heart?
 antonym | How do I turn on dark mode in Windows 11? | How do I turn off dark mode in Windows 11?
 antonym | How do I enable two-factor authentication? | How do I disable two-factor authentication?
