@@ -224,9 +224,6 @@ def operators(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-# One canonical word for each group of words with one meaning in a question. Conservative:
-# only words that mean the same in every sense a question is likely to use. The rewording
-# step reads a question through it; the generator swaps each pair both ways.
 # Units, each with the ways it is written: the contrast check reads a change of unit, the
 # rewording step folds each spelling to its unit ("mg" / "milligrams").
 UNITS = {
@@ -252,6 +249,9 @@ UNITS = {
     "volt": "volt volts", "amp": "amp amps ampere amperes", "calorie": "kcal",
 }  # fmt: skip
 UNIT_OF = {w: unit for unit, words in UNITS.items() for w in words.split()}
+# One canonical word for each group of words with one meaning in a question. Conservative:
+# only words that mean the same in every sense a question is likely to use. The rewording
+# step reads a question through it; the generator swaps each pair both ways.
 SYNONYMS = {
     "repair": "fix", "film": "movie", "automobile": "car", "purchase": "buy",
     "large": "big", "begin": "start", "kid": "child", "children": "child",
@@ -384,6 +384,12 @@ def verb_forms() -> dict[str, tuple[str, str]]:
     """Each verb of ``REGULAR_VERBS`` and ``IRREGULAR_VERBS``: its (past, participle)."""
     regular = {v: (regular_past(v),) * 2 for v in REGULAR_VERBS}
     return {**regular, **IRREGULAR_VERBS}
+
+
+def stem(word: str) -> str:
+    """Lower case, no possessive, no plural s: "Kings", "King's" and "king" are one."""
+    w = word.lower().replace("\u2019", "'").removesuffix("'s").rstrip("'")
+    return w[:-1] if len(w) > 3 and w.endswith("s") else w
 
 
 def regular_past(verb: str) -> str:

@@ -170,8 +170,6 @@ def _numbers_differ(cached: str, asked: str) -> bool:
     return na != nb
 
 
-
-
 def units(text: str) -> set[str]:
     return {UNIT_OF[w] for w in contrast_words(text) if w in UNIT_OF}
 

@@ -17,6 +17,7 @@ from shared.lexicon import (
     STOPWORDS,
     contrast_words,
     regular_past,
+    stem,
     third_person,
     verb_forms,
 )
@@ -142,7 +143,7 @@ def swapped(cached: str, asked: str) -> str | None:
     # The same, read through plurals and possessives: "can cats eat dog food" / "can dogs
     # eat cat food"; "my roommate's boyfriend" / "my boyfriend's roommate" (owner and owned
     # trade places, with nothing between them).
-    sa, sb = [_singular(w) for w in aa], [_singular(w) for w in ab]
+    sa, sb = [stem(w) for w in aa], [stem(w) for w in ab]
     if _traded(sa, sb) or _owner_traded(_possessives(cached), _possessives(asked)):
         return "order"
     return None
@@ -151,12 +152,6 @@ def swapped(cached: str, asked: str) -> str | None:
 def _possessives(text: str) -> list[str]:
     """Lower-case words, a possessive "'s" kept (``contrast_words`` drops it)."""
     return re.findall(r"[a-z0-9]+(?:'s)?", text.lower().replace("\u2019", "'"))
-
-
-def _singular(word: str) -> str:
-    """No possessive, no plural s (as ``pair_checks._stem``; it cannot be imported here)."""
-    w = word.removesuffix("'s").rstrip("'")
-    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
 
 
 def _owner_traded(a: Sequence[str], b: Sequence[str]) -> bool:

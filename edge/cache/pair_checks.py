@@ -29,6 +29,7 @@ from shared.lexicon import (
     axis_sides,
     cased_words,
     plain_words,
+    stem,
 )
 
 LEXICAL = (
@@ -89,12 +90,6 @@ def lexical_features(a: str, b: str, cosine: float) -> np.ndarray:
 _FUNCTION_WORDS = STOPWORDS | QUESTION_WORDS | NEGATIONS
 
 
-def _stem(word: str) -> str:
-    """Lower case, no possessive, no plural s: "Kings", "King's" and "king" are one."""
-    w = word.lower().replace("\u2019", "'").removesuffix("'s").rstrip("'")
-    return w[:-1] if len(w) > 3 and w.endswith("s") else w
-
-
 def _names_in(text: str) -> set[str]:
     """Stems of capitalised words that do not start a sentence (a stand-in for names)."""
     names = set()
@@ -102,8 +97,8 @@ def _names_in(text: str) -> set[str]:
         before = text[:start].rstrip()
         if not before or before[-1] in '.?!:;"(' or not word[0].isupper() or word == "I":
             continue
-        if (stem := _stem(word)) not in _FUNCTION_WORDS:
-            names.add(stem)
+        if (base := stem(word)) not in _FUNCTION_WORDS:
+            names.add(base)
     return names
 
 
@@ -164,9 +159,9 @@ def new_names(cached: str, asked: str) -> frozenset[str]:
     or when one side spells out the other's acronym ("NYC" / "New York City", "LA" / "los
     angeles", "JS" / "JavaScript": ``spelled_out``).
     """
-    have = {_stem(w) for _, w in cased_words(cached)}
+    have = {stem(w) for _, w in cased_words(cached)}
     parts, owner = _parts(asked)
-    spelled = {_stem(owner[i]) for a in _acronyms(cached) for i in spelled_out(a, parts)}
+    spelled = {stem(owner[i]) for a in _acronyms(cached) for i in spelled_out(a, parts)}
     cached_parts, _ = _parts(cached)
     short = {a for a in _acronyms(asked) if spelled_out(a, cached_parts)}
     return frozenset(

@@ -28,8 +28,15 @@ from __future__ import annotations
 
 import re
 
-from edge.cache.pair_checks import _stem
-from shared.lexicon import NEGATORS, PUNCTUATION, SYNONYMS, UNIT_OF, contrast_words, written_out
+from shared.lexicon import (
+    NEGATORS,
+    PUNCTUATION,
+    SYNONYMS,
+    UNIT_OF,
+    contrast_words,
+    stem,
+    written_out,
+)
 
 # Words whose presence or absence does not change the question asked.
 _FILLER = frozenset("a an the please pls plz kindly just really actually is are am".split())
@@ -70,9 +77,9 @@ def canonical(text: str) -> list[str]:
         if generic and w in _GENERIC:
             continue
         w = UNIT_OF.get(w) or SYNONYMS.get(w, w)
-        stem = _stem(w)
-        if stem != w and stem not in present:
-            w = SYNONYMS.get(stem, stem)
+        base = stem(w)
+        if base != w and base not in present:
+            w = SYNONYMS.get(base, base)
         out.append(w)
     return out
 
