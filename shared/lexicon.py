@@ -86,6 +86,19 @@ ROLES = (
     ("husband", "wife"), ("user", "admin"), ("subscriber", "publisher"),
     ("insurer", "insured"), ("investor", "founder"), ("judge", "jury"),
 )  # fmt: skip
+# People (and pets) a question's asker has. With "I" or "me" on the other side of a verb,
+# swapping the two changes who does what to whom ("can I sue my landlord" / "can my landlord
+# sue me"): the hard-pair generator's ``pronoun`` rule. Blind4-6 served three such swaps.
+RELATIONS = frozenset(
+    """
+friend friends boss landlord landlady tenant tenants wife husband partner girlfriend
+boyfriend fiance fiancee spouse ex parents parent mom mother dad father son daughter kids
+kid child children brother sister siblings cousin uncle aunt grandparents grandma grandpa
+roommate neighbor neighbour neighbors neighbours employer employee employees manager
+coworker coworkers colleague colleagues teacher teachers doctor lawyer client clients
+customer customers student students dog cat puppy kitten bank insurer
+""".split()
+)
 # Transitive verbs whose passive keeps a question ("How do bees make honey?" / "How is honey
 # made by bees?"): the regular ones (past and participle in "-ed"), then the rest with
 # their past and participle. No word that is as often a noun ("power", "test", "plan"):

@@ -105,6 +105,10 @@ def test_generation_is_reproducible_capped_and_labelled_by_kind() -> None:
         (hp.role, "Can the sender recall a wire?", "Can the recipient recall a wire?"),
         (hp.role, "Should the buyer pay the seller?", "Should the seller pay the buyer?"),
         (hp.role, "Did Apple sue Samsung over patents?", "Did Samsung sue Apple over patents?"),
+        (hp.pronoun, "Can I sue my landlord for mold?", "Can my landlord sue me for mold?"),
+        (hp.pronoun, "Does my dog really love me?", "Do I really love my dog?"),
+        (hp.pronoun, "How do I convince my parents?", "How do my parents convince me?"),
+        (hp.pronoun, "Why did my ex block me?", "Why did I block my ex?"),
         (hp.operator, "How do I solve 2x + 3 = 7?", None),
         (hp.operator, "Why does i++ differ from ++i in C?", None),
         (hp.intent, "How do I apply for a patent?", "How do I oppose a patent?"),
@@ -235,6 +239,28 @@ def test_an_aside_keeps_the_question() -> None:
     # A question that starts with "I" or a name is not lowered after an opener.
     assert hp.preamble("I want to learn Python, where do I start?", rng()) is None
     assert hp.preamble("NASA or ESA: who landed first?", rng()) is None
+
+
+def test_no_pronoun_swap_where_my_thing_is_not_someone() -> None:
+    assert hp.pronoun("How can I improve my general awareness?", rng()) is None
+    assert hp.pronoun("How do I hide my friend list on Facebook?", rng()) is None
+    assert hp.pronoun("What should I do if my dog bites me?", rng()) is None
+
+
+def test_a_new_rule_leaves_the_other_rules_pairs_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [
+        "Can the sender recall a wire?", "How do I sort a list in Python?",
+        "Is Java faster than Python?", "Can I sue my landlord?", "Is tea good?",
+    ] * 2  # fmt: skip
+    before = hp.generate(texts, per_kind=2)
+
+    def draws(text: str, g: random.Random) -> str:  # a new rule that draws from its stream
+        return f"{text} {g.random()}"
+
+    monkeypatch.setattr(hp, "NEGATIVE_RULES", {"new": draws, **hp.NEGATIVE_RULES})
+    after = hp.generate(texts, per_kind=2)
+    assert [p for p in after if p[3] != "new"] == before
+    assert any(p[3] == "new" for p in after)
 
 
 def test_the_new_kinds_are_generated() -> None:

@@ -2,7 +2,8 @@
 
 It swaps two role nouns or two names where they are not joined symmetrically ("Did Apple
 sue Samsung?" / "Did Samsung sue Apple?"), or replaces one role by its counterpart ("the
-sender" / "the recipient").
+sender" / "the recipient"). ``pronoun`` swaps the asker and someone they have ("can I sue
+my landlord" / "can my landlord sue me").
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 
-from shared.lexicon import ROLES
+from shared.lexicon import RELATIONS, ROLES
 from tools.prepare.hard_pair_corpus import case_like, starts_sentence
 
 Span = tuple[int, int]  # a (start, end) slice of a text
@@ -83,3 +84,48 @@ def role(text: str, rng: random.Random) -> str | None:
         return None
     (i, j), other = rng.choice(spots)
     return text[:i] + case_like(other, text[i:j]) + text[j:]
+
+
+# The auxiliary before "I" and before "my <someone>": "do I" / "does my boss", "do my parents".
+_FOR_THEM = {"do": "does", "have": "has", "am": "is", "was": "was"}
+_FOR_ME = {"does": "do", "do": "do", "has": "have", "have": "have", "is": "am", "are": "am",
+           "was": "was", "were": "was"}  # fmt: skip
+_MODALS = "can could should would will may might must did".split()
+_AUX_I = "|".join([*_MODALS, *_FOR_THEM])
+_AUX_THEM = "|".join([*_MODALS, *_FOR_ME])
+_WHO = r"((?:best |new |old |ex-|ex |former |current |younger |older |little |big )?(?:{}))".format(
+    "|".join(sorted(RELATIONS, key=len, reverse=True))
+)
+# One verb, maybe after an adverb and before a particle; never a function word ("do if").
+_VERB = (
+    r"((?:(?:really|still|ever|legally|actually|even|not|never|just) )?"
+    r"(?!(?:if|to|with|for|about|that|when|what|so|and|or|in|on|at|be|get|go)\b)[a-z]+"
+    r"(?: (?:up|out|off|over|back|down|away|on))?)"
+)
+# Not "my friend list": the person ends the noun phrase.
+_END = r"(?=[\s?.,!]|$)(?! (?:list|account|name|card|number|phone|profile|page|car|house)\b)"
+_I_VERB_MY = re.compile(rf"\b({_AUX_I}) I {_VERB} my {_WHO}{_END}", re.IGNORECASE)
+_MY_VERB_ME = re.compile(rf"\b({_AUX_THEM}) my {_WHO} {_VERB} me\b", re.IGNORECASE)
+
+
+def _plural(who: str) -> bool:
+    word = who.split()[-1].lower()
+    return word == "children" or (word.endswith("s") and word != "boss")
+
+
+def pronoun(text: str, rng: random.Random) -> str | None:
+    """The asker and someone they have, swapped across the verb: "can I sue my landlord?" /
+    "can my landlord sue me?", "does my dog love me" / "do I love my dog" (auxiliaries
+    agree). Deterministic: ``rng`` is unused."""
+    if m := _I_VERB_MY.search(text):
+        aux, verb, who = m.groups()
+        new = aux.lower() if _plural(who) else _FOR_THEM.get(aux.lower(), aux.lower())
+        if new == "is" and _plural(who):
+            new = "are"
+        swapped = f"{case_like(new, aux)} my {who} {verb} me"
+    elif m := _MY_VERB_ME.search(text):
+        aux, who, verb = m.groups()
+        swapped = f"{case_like(_FOR_ME.get(aux.lower(), aux.lower()), aux)} I {verb} my {who}"
+    else:
+        return None
+    return text[: m.start()] + swapped + text[m.end() :]

@@ -8,7 +8,8 @@ question (cosine 0.98, one word apart). These rules rewrite one training questio
   contrast check reads), the arguments of a direction ("from A to B") or a comparison ("A
   faster than B") swapped, a negation added or removed, a number or unit changed, an added
   condition; who does what to whom changed (``role``: "the sender" / "the recipient", "Did
-  Apple sue Samsung?" / "Did Samsung sue Apple?"); an operator or sign of a formula or code
+  Apple sue Samsung?" / "Did Samsung sue Apple?"; ``pronoun``: "can I sue my landlord" /
+  "can my landlord sue me"); an operator or sign of a formula or code
   changed (``operator``); a goal changed with no antonym word (``intent``: "apply for" /
   "oppose"); and, drawn from the corpus itself (``hard_pair_corpus``), another name, a
   sibling the questions weigh against it ("Python or Ruby?", "iPhone 6" / "iPhone 7"), or an
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterable
 from shared.lexicon import AXES, SYNONYMS, axis_pairs
 from tools.prepare.hard_pair_asides import preamble
 from tools.prepare.hard_pair_corpus import WORD, Corpus, case_like, entity, scope, sibling
-from tools.prepare.hard_pair_roles import role
+from tools.prepare.hard_pair_roles import pronoun, role
 from tools.prepare.hard_pair_voice import voice
 from tools.prepare.hard_pair_words import (
     ABBREVIATIONS,
@@ -327,6 +328,7 @@ NEGATIVE_RULES: dict[str, Rule] = {
     "number": number,
     "condition": condition,
     "role": role,
+    "pronoun": pronoun,
     "operator": operator,
     "intent": intent,
 }
@@ -360,7 +362,9 @@ def generate(texts: Iterable[str], per_kind: int, seed: int = 0) -> list[tuple[s
         for text in pool:
             if made >= per_kind:
                 break
-            new = rule(text, rng)
+            # A stream per rule and question: a rule added or a word list changed moves only
+            # the pairs it touches (one shared stream redrew every later rule's pairs).
+            new = rule(text, random.Random(f"{seed}:{kind}:{text}"))
             if new and new.strip() and new != text:
                 out.append((text, new, label, kind))
                 made += 1
