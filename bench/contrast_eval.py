@@ -42,6 +42,10 @@ contrast veto (``edge.cache.contrast.contrast_by``) and without it, on:
   (323 different questions, 166 rewordings, after 48 pairs already in earlier sets were
   left out), run first on stop 54's code as landed and on this stop's abbreviation view;
   its first runs are in ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind7.jsonl``, a ninth set written blind at stop 56 the same way
+  (337 different questions, 186 rewordings, after 20 pairs already in earlier sets were
+  left out), run first on stop 55's models and code as landed and on this stop's retrained
+  models; its first runs are in ``docs/cache.md``, and from then on it is a dev set;
 * the QQP test split of ``../shared/data/cache`` (skipped when absent): precision and recall
   of the default decision before and after the veto;
 * the GPTCache paraphrase mock (all paraphrases): recall before and after.
@@ -75,9 +79,10 @@ BLIND3 = DEV.with_name("contrast_blind3.jsonl")
 BLIND4 = DEV.with_name("contrast_blind4.jsonl")
 BLIND5 = DEV.with_name("contrast_blind5.jsonl")
 BLIND6 = DEV.with_name("contrast_blind6.jsonl")
+BLIND7 = DEV.with_name("contrast_blind7.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
-    "blind4": BLIND4, "blind5": BLIND5, "blind6": BLIND6,
+    "blind4": BLIND4, "blind5": BLIND5, "blind6": BLIND6, "blind7": BLIND7,
 }  # fmt: skip
 
 
