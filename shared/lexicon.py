@@ -133,6 +133,7 @@ IRREGULAR_VERBS = {
     "control": ("controlled", "controlled"), "carry": ("carried", "carried"),
     "apply": ("applied", "applied"), "classify": ("classified", "classified"),
     "deny": ("denied", "denied"), "copy": ("copied", "copied"), "bury": ("buried", "buried"),
+    "lose": ("lost", "lost"), "beat": ("beat", "beaten"),
 }  # fmt: skip
 # Negating words, one table for the contrast check and the rewording step. "without" too:
 # "with no money" is "without any money"; "bread" / "bread without yeast". "non" is the
@@ -368,6 +369,9 @@ AXES = (
     "ancient/modern",
     "inhale/exhale",
     "log_in/log_out sign_in/sign_out",
+    "synonym/antonym synonyms/antonyms",
+    "prevent/cure preventing/curing prevention/cure prevent/treat preventing/treating "
+    "prevention/treatment",
 )
 # Axes whose sides are lists or figures the other side's answer does not give ("What are
 # the drawbacks of X?" after "... the benefits of X?"), named by their first word; the

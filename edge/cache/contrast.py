@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
@@ -145,13 +146,26 @@ _LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # "3x" is 3, "2.5kg" is 2.5
 def numbers(text: str) -> Counter[str]:
     """Numbers and number words, normalised ("five" is "5", "1,000" is "1000", "3.0" is "3")."""
     found: Counter[str] = Counter()
-    for w in contrast_words(text):
+    words = contrast_words(text)
+    for i, w in enumerate(words):
         if w in _NUMBER_WORDS:
             found[_NUMBER_WORDS[w]] += 1
         elif m := _LEADING_NUMBER.match(w):
             n = m.group()
-            found[n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"] += 1
+            n = n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"
+            found[n + _half_day(w[m.end() :], words[i + 1 : i + 3])] += 1
     return found
+
+
+def _half_day(suffix: str, following: Sequence[str]) -> str:
+    """ "am" or "pm" where a time says which ("9am", "9 pm", "9 p.m."): 9am is not 9pm."""
+    if suffix in ("am", "pm"):
+        return suffix
+    if not suffix and following and following[0] in ("am", "pm"):
+        return following[0]
+    if not suffix and tuple(following) in (("a", "m"), ("p", "m")):
+        return following[0] + "m"
+    return ""
 
 
 def _numbers_in_order(text: str) -> list[str]:

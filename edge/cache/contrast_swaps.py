@@ -146,7 +146,31 @@ def swapped(cached: str, asked: str) -> str | None:
     sa, sb = [stem(w) for w in aa], [stem(w) for w in ab]
     if _traded(sa, sb) or _owner_traded(_possessives(cached), _possessives(asked)):
         return "order"
+    # Subject and predicate of a quantified claim, the other way round: "are all mammals
+    # animals" / "are all animals mammals", "is every square a rectangle" / "... every
+    # rectangle a square". Only after a quantifier: elsewhere two neighbours trade places in
+    # true rewordings ("earn money fast online" / "... online fast").
+    if _quantified_traded(aa, ab):
+        return "order"
     return None
+
+
+_QUANTIFIERS = frozenset("all every each any some most no".split())
+
+
+def _quantified_traded(a: Sequence[str], b: Sequence[str]) -> bool:
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y]
+    if len(a) != len(b) or len(differ) != 2 or differ[1] != differ[0] + 1:
+        return False
+    i = differ[0]
+    return (
+        i > 0
+        and a[i - 1] in _QUANTIFIERS
+        and a[i] == b[i + 1]
+        and a[i + 1] == b[i]
+        and _content(a[i])
+        and _content(a[i + 1])
+    )
 
 
 def _possessives(text: str) -> list[str]:
@@ -235,7 +259,9 @@ def _asked_traded(a: Sequence[str], b: Sequence[str]) -> bool:
 
 
 def _doer_and_done(doer: Sequence[str], done: Sequence[str]) -> bool:
-    """``doer`` is "what VERBs X ...", ``done`` is "what do X VERB ..."."""
+    """``doer`` is "what VERBs X ...", ``done`` is "what do X VERB ..."; "which team" asks
+    as "what" does ("which team beat the Lakers" / "which team did the Lakers beat")."""
+    doer, done = _which_as_what(doer), _which_as_what(done)
     asks = [k for k in range(len(done) - 3) if done[k] in _WHO and done[k + 1] in _DO]
     if not asks:
         return False
@@ -256,12 +282,22 @@ def _doer_and_done(doer: Sequence[str], done: Sequence[str]) -> bool:
 _NO_ENDS: frozenset[str] = frozenset()
 
 
+def _which_as_what(words: Sequence[str]) -> Sequence[str]:
+    """ "which team ..." read as "what ...": one content word after "which" is the asker."""
+    out = list(words)
+    for k in range(len(out) - 1, -1, -1):
+        if out[k] == "which" and k + 1 < len(out) and _content(out[k + 1]):
+            out[k : k + 2] = ["what"]
+    return out
+
+
 @functools.lru_cache(maxsize=4096)
 def _inflected(verb: str) -> frozenset[str]:
     """How a question asking for the doer writes ``verb``: "eats", "ate". Not the bare
-    verb: "what language do you think ..." is no doer of "language"."""
+    verb: "what language do you think ..." is no doer of "language"; but a listed verb
+    whose past is its bare form is read ("which team beat the Lakers")."""
     past = _VERBS[verb][0] if verb in _VERBS else regular_past(verb)
-    return frozenset((third_person(verb), past)) - {verb}
+    return frozenset((third_person(verb), past)) - ({verb} - set(_VERBS.get(verb, ())[:1]))
 
 
 def _arguments(words: Sequence[str]) -> list[str]:

@@ -96,6 +96,12 @@ operator | What does git log v1..v2 show? | What does git log v1...v2 show?
 order | What should the guests bring to a potluck? | What should the host bring to a potluck?
 order | How do termites damage wood? | How are termites damaged by wood?
 order | Who pays the closing costs, the buyer? | Who pays the closing costs, the seller?
+order | Which team did Chelsea beat in the final? | Which team beat Chelsea in the final?
+order | Who did Frazier lose to in 1973? | Who lost to Frazier in 1973?
+order | Are all squares rectangles? | Are all rectangles squares?
+number | Is the pharmacy open at 8am? | Is the pharmacy open at 8 p.m.?
+antonym | How do I prevent shin splints? | How do I treat shin splints?
+antonym | What is a synonym for big? | What is an antonym for big?
 """)
 
 # (kind, cached, asked): the same question; the shipped decision serves each of these.
@@ -115,6 +121,12 @@ symmetric | Rust vs Go for a command line tool | Go vs Rust for a command line t
 
 # Paraphrases the rules must leave alone (the verifier may still decline some).
 NOT_CONTRASTS = [
+    # Two neighbours traded outside a quantified claim; "which team" and "who" as askers;
+    # the same time of day written two ways; both goals on both sides.
+    ("How can I earn money fast online?", "How can I earn money online fast?"),
+    ("Which team won the World Cup in 2010?", "Who won the World Cup in 2010?"),
+    ("Is the pharmacy open at 8 am?", "Is the pharmacy open at 8am?"),
+    ("How do I prevent and treat acne?", "How do I treat and prevent acne?"),
     ("Why doesn't my printer connect?", "Why does my printer not connect?"),
     # A block added after the question that names nothing is no scope.
     ("Where can I park my bike?", "Where can I park my bike at?"),
