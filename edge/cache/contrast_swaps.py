@@ -158,13 +158,19 @@ def swapped(cached: str, asked: str) -> str | None:
 _QUANTIFIERS = frozenset("all every each any some most no".split())
 
 
+def _neighbours_differ(a: Sequence[str], b: Sequence[str]) -> int | None:
+    """``i`` where ``a`` and ``b`` differ in words ``i`` and ``i + 1`` only, else None."""
+    if len(a) != len(b):
+        return None
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    return differ[0] if len(differ) == 2 and differ[1] == differ[0] + 1 else None
+
+
 def _quantified_traded(a: Sequence[str], b: Sequence[str]) -> bool:
-    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y]
-    if len(a) != len(b) or len(differ) != 2 or differ[1] != differ[0] + 1:
-        return False
-    i = differ[0]
+    i = _neighbours_differ(a, b)
     return (
-        i > 0
+        i is not None
+        and i > 0
         and a[i - 1] in _QUANTIFIERS
         and a[i] == b[i + 1]
         and a[i + 1] == b[i]
@@ -180,12 +186,8 @@ def _possessives(text: str) -> list[str]:
 
 def _owner_traded(a: Sequence[str], b: Sequence[str]) -> bool:
     """``b`` is ``a`` with "X's Y" written "Y's X", nothing else changed."""
-    if len(a) != len(b):
+    if (i := _neighbours_differ(a, b)) is None:
         return False
-    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
-    if len(differ) != 2 or differ[1] != differ[0] + 1:
-        return False
-    i = differ[0]
     owner_a, owned_a, owner_b, owned_b = a[i], a[i + 1], b[i], b[i + 1]
     return (
         owner_a.endswith("'s")
@@ -254,14 +256,14 @@ _DO = frozenset(("do", "does", "did"))
 def _asked_traded(a: Sequence[str], b: Sequence[str]) -> bool:
     """Whether one question asks for the doer and the other for what is done to, of the
     same verb and thing: "what eats jellyfish" / "what do jellyfish eat", "who killed
-    Caesar" / "who did Caesar kill", "what preys on hawks" / "what do hawks prey on"."""
+    Caesar" / "who did Caesar kill", "what preys on hawks" / "what do hawks prey on";
+    "which team" asks as "what" does ("which team beat X" / "which team did X beat")."""
+    a, b = _which_as_what(a), _which_as_what(b)
     return _doer_and_done(a, b) or _doer_and_done(b, a)
 
 
 def _doer_and_done(doer: Sequence[str], done: Sequence[str]) -> bool:
-    """``doer`` is "what VERBs X ...", ``done`` is "what do X VERB ..."; "which team" asks
-    as "what" does ("which team beat the Lakers" / "which team did the Lakers beat")."""
-    doer, done = _which_as_what(doer), _which_as_what(done)
+    """``doer`` is "what VERBs X ...", ``done`` is "what do X VERB ..."."""
     asks = [k for k in range(len(done) - 3) if done[k] in _WHO and done[k + 1] in _DO]
     if not asks:
         return False
@@ -294,10 +296,10 @@ def _which_as_what(words: Sequence[str]) -> Sequence[str]:
 @functools.lru_cache(maxsize=4096)
 def _inflected(verb: str) -> frozenset[str]:
     """How a question asking for the doer writes ``verb``: "eats", "ate". Not the bare
-    verb: "what language do you think ..." is no doer of "language"; but a listed verb
-    whose past is its bare form is read ("which team beat the Lakers")."""
+    verb ("what language do you think ..." is no doer of "language"), unless it is the
+    listed past ("which team beat the Lakers")."""
     past = _VERBS[verb][0] if verb in _VERBS else regular_past(verb)
-    return frozenset((third_person(verb), past)) - ({verb} - set(_VERBS.get(verb, ())[:1]))
+    return frozenset((third_person(verb), past))
 
 
 def _arguments(words: Sequence[str]) -> list[str]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from edge.cache.pair_checks import _SMALL, spelled_out, word_parts
+from edge.cache.pair_checks import SMALL_WORDS, spelled_out, word_parts
 from shared.lexicon import cased_words
 
 # Capitals, or lower case with no vowel (no word is spelled so: "tcp", "vpn", "npm").
@@ -67,6 +67,6 @@ def _spelled(short: str, text: str, own_text: str) -> tuple[int, int] | None:
                 return start, end
         return None
     run = sorted(spelled_out(short.lower(), [w for _, _, w in parts]))
-    if not run or any(parts[i][2] in own for i in run if parts[i][2] not in _SMALL):
+    if not run or any(parts[i][2] in own for i in run if parts[i][2] not in SMALL_WORDS):
         return None
     return parts[run[0]][0], parts[run[-1]][1]

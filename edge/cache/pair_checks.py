@@ -102,7 +102,7 @@ def _names_in(text: str) -> set[str]:
     return names
 
 
-_SMALL = frozenset("of the and for on in to a an".split())
+SMALL_WORDS = frozenset("of the and for on in to a an".split())
 
 
 def spelled_out(acronym: str, words: Sequence[str]) -> set[int]:
@@ -113,9 +113,9 @@ def spelled_out(acronym: str, words: Sequence[str]) -> set[int]:
     for i in range(len(words)):
         for j in range(i + n, min(len(words), i + 2 * n) + 1):
             run = words[i:j]
-            if run[0] in _SMALL or run[-1] in _SMALL:
+            if run[0] in SMALL_WORDS or run[-1] in SMALL_WORDS:
                 continue
-            for kept in (run, [w for w in run if w not in _SMALL]):
+            for kept in (run, [w for w in run if w not in SMALL_WORDS]):
                 if "".join(w[0] for w in kept) == acronym:
                     return set(range(i, j))
     return set()

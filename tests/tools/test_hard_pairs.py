@@ -109,6 +109,7 @@ def test_generation_is_reproducible_capped_and_labelled_by_kind() -> None:
         (hp.pronoun, "Does my dog really love me?", "Do I really love my dog?"),
         (hp.pronoun, "How do I convince my parents?", "How do my parents convince me?"),
         (hp.pronoun, "Why did my ex block me?", "Why did I block my ex?"),
+        (hp.pronoun, "Am I annoying my parents?", "Are my parents annoying me?"),
         (hp.operator, "How do I solve 2x + 3 = 7?", None),
         (hp.operator, "Why does i++ differ from ++i in C?", None),
         (hp.intent, "How do I apply for a patent?", "How do I oppose a patent?"),

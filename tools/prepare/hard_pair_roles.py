@@ -87,11 +87,12 @@ def role(text: str, rng: random.Random) -> str | None:
 
 
 # The auxiliary before "I" and before "my <someone>": "do I" / "does my boss", "do my parents".
-_FOR_THEM = {"do": "does", "have": "has", "am": "is", "was": "was"}
+_FOR_ONE = {"do": "does", "have": "has", "am": "is"}
+_FOR_MANY = {"am": "are", "was": "were"}
 _FOR_ME = {"does": "do", "do": "do", "has": "have", "have": "have", "is": "am", "are": "am",
            "was": "was", "were": "was"}  # fmt: skip
 _MODALS = "can could should would will may might must did".split()
-_AUX_I = "|".join([*_MODALS, *_FOR_THEM])
+_AUX_I = "|".join([*_MODALS, "do", "have", "am", "was"])
 _AUX_THEM = "|".join([*_MODALS, *_FOR_ME])
 _WHO = r"((?:best |new |old |ex-|ex |former |current |younger |older |little |big )?(?:{}))".format(
     "|".join(sorted(RELATIONS, key=len, reverse=True))
@@ -119,9 +120,7 @@ def pronoun(text: str, rng: random.Random) -> str | None:
     agree). Deterministic: ``rng`` is unused."""
     if m := _I_VERB_MY.search(text):
         aux, verb, who = m.groups()
-        new = aux.lower() if _plural(who) else _FOR_THEM.get(aux.lower(), aux.lower())
-        if new == "is" and _plural(who):
-            new = "are"
+        new = (_FOR_MANY if _plural(who) else _FOR_ONE).get(aux.lower(), aux.lower())
         swapped = f"{case_like(new, aux)} my {who} {verb} me"
     elif m := _MY_VERB_ME.search(text):
         aux, who, verb = m.groups()
