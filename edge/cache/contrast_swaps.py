@@ -67,6 +67,9 @@ _TOWARDS = frozenset(("to", "into", "onto", "towards"))
 # Who does what to whom, whatever the case: "I sue" / "sue me".
 _OBJECT_PRONOUNS = {"me": "i", "him": "he", "her": "she", "us": "we", "them": "they"}
 _PRONOUNS = frozenset(_OBJECT_PRONOUNS.values()) | {"you"}
+# An owner read as the one who owns: "my dog bit someone" / "someone's dog bit me" trade
+# "i" and "someone" across "dog bit" ("'s" is already gone from ``contrast_words``).
+_OWNERS = {"my": "i", "our": "we", "your": "you", "his": "he", "their": "they"}
 # A phrase led by one of these is a circumstance, which may move without changing the
 # question: "education during the occupation like in Singapore" / "education in Singapore
 # like during the occupation".
@@ -151,6 +154,10 @@ def swapped(cached: str, asked: str) -> str | None:
     # rectangle a square". Only after a quantifier: elsewhere two neighbours trade places in
     # true rewordings ("earn money fast online" / "... online fast").
     if _quantified_traded(aa, ab):
+        return "order"
+    # Whose it is, traded with who does it: "someone's dog bit me" / "my dog bit someone",
+    # "cover me driving my friend's car" / "cover my friend driving my car".
+    if _traded(_owners(wa), _owners(wb)):
         return "order"
     return None
 
@@ -307,6 +314,11 @@ def _arguments(words: Sequence[str]) -> list[str]:
     court"), object pronouns read as subjects ("me" / "I")."""
     folded = (_OBJECT_PRONOUNS.get(w, w) for w in words)
     return [w for w in folded if w not in _DETERMINERS]
+
+
+def _owners(words: Sequence[str]) -> list[str]:
+    """``_arguments`` with each possessive read as its owner ("my friend": "i friend")."""
+    return _arguments([_OWNERS.get(w, w) for w in words])
 
 
 def _argument(phrase: Sequence[str]) -> bool:
