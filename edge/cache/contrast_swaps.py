@@ -156,8 +156,11 @@ def swapped(cached: str, asked: str) -> str | None:
     if _quantified_traded(aa, ab):
         return "order"
     # Whose it is, traded with who does it: "someone's dog bit me" / "my dog bit someone",
-    # "cover me driving my friend's car" / "cover my friend driving my car".
-    if _traded(_owners(wa), _owners(wb)):
+    # "cover me driving my friend's car" / "cover my friend driving my car"; also with a
+    # word derived from the other's ("Congress override a presidential veto" / "the
+    # president override a congressional veto").
+    oa, ob = _owners(wa), _owners(wb)
+    if _traded(oa, ob) or _traded(oa, _rooted(oa, ob)):
         return "order"
     return None
 
@@ -319,6 +322,25 @@ def _arguments(words: Sequence[str]) -> list[str]:
 def _owners(words: Sequence[str]) -> list[str]:
     """``_arguments`` with each possessive read as its owner ("my friend": "i friend")."""
     return _arguments([_OWNERS.get(w, w) for w in words])
+
+
+# Endings that make a word of another word's root: "presidential" / "president",
+# "congressional" / "congress", "senator" / "senate".
+_DERIVED = ("", "e", "al", "ial", "ional", "or", "ian", "ic", "ical")
+_ROOT = 5  # letters two derived words share at least
+
+
+def _derived(x: str, y: str) -> bool:
+    n = 0
+    while n < min(len(x), len(y)) and x[n] == y[n]:
+        n += 1
+    return n >= _ROOT and x[n:] in _DERIVED and y[n:] in _DERIVED
+
+
+def _rooted(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    """``b`` with each word only it has written as a word only ``a`` has, if derived alike."""
+    only_a = [w for w in a if w not in b]
+    return [w if w in a else next((x for x in only_a if _derived(x, w)), w) for w in b]
 
 
 def _argument(phrase: Sequence[str]) -> bool:

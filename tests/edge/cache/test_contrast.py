@@ -94,6 +94,7 @@ order | Can horses eat pig feed? | Can pigs eat horse feed?
 order | How do I tell my sister's boss I quit? | How do I tell my boss's sister I quit?
 order | what if my neighbour's cat scratched me | what if my cat scratched my neighbour
 order | can I borrow my brother's laptop for school | can my brother borrow my laptop for school
+order | Can the mayor overturn a council decision? | Can the council overturn a mayoral decision?
 operator | What does git log v1..v2 show? | What does git log v1...v2 show?
 order | What should the guests bring to a potluck? | What should the host bring to a potluck?
 order | How do termites damage wood? | How are termites damaged by wood?
