@@ -141,7 +141,13 @@ def swapped(cached: str, asked: str) -> str | None:
     # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla", "can I sue my
     # landlord" / "can my landlord sue me".
     aa, ab = _arguments(wa), _arguments(wb)
-    if _traded(aa, ab) or _voice_traded(aa, ab) or _asked_traded(aa, ab):
+    if (
+        _traded(aa, ab)
+        or _voice_traded(aa, ab)
+        or _asked_traded(aa, ab)
+        or _stranded(aa, ab)
+        or _stranded(ab, aa)
+    ):
         return "order"
     # The same, read through plurals and possessives: "can cats eat dog food" / "can dogs
     # eat cat food"; "my roommate's boyfriend" / "my boyfriend's roommate" (owner and owned
@@ -292,6 +298,29 @@ def _doer_and_done(doer: Sequence[str], done: Sequence[str]) -> bool:
 
 
 _NO_ENDS: frozenset[str] = frozenset()
+# Prepositions a question may leave at its end: "what is fire weak against?".
+_STRANDED = _ADJUNCT_HEADS | frozenset(("against", "than", "to", "into", "like"))
+
+
+def _stranded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether ``a`` leaves a preposition at its end and ``b`` gives it, as its object, a
+    phrase that ``a`` has before it, the rest the same: "what types is fire weak against"
+    / "what types are weak against fire", "who is Sam afraid of" / "who is afraid of Sam"."""
+    a, b = _unstopped(list(a)), _unstopped(list(b))
+    if len(a) < 3 or a[-1] not in _STRANDED or a[-1] not in b[:-1]:
+        return False
+    at = len(b) - 1 - b[::-1].index(a[-1])
+    tail = b[at + 1 :]  # a thing or someone: no "in Australia", no "when buying a bike"
+    if not tail or not all(_content(w) or w in _PRONOUNS for w in tail):
+        return False
+    for i in range(len(a) - len(tail)):
+        if a[i : i + len(tail)] == tail:
+            return _be_as_one(a[:i] + a[i + len(tail) : -1]) == _be_as_one(b[:at])
+    return False
+
+
+def _be_as_one(words: Sequence[str]) -> list[str]:
+    return ["be" if w in _BE else w for w in words]
 
 
 def _which_as_what(words: Sequence[str]) -> Sequence[str]:

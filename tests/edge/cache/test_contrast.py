@@ -95,6 +95,8 @@ order | How do I tell my sister's boss I quit? | How do I tell my boss's sister 
 order | what if my neighbour's cat scratched me | what if my cat scratched my neighbour
 order | can I borrow my brother's laptop for school | can my brother borrow my laptop for school
 order | Can the mayor overturn a council decision? | Can the council overturn a mayoral decision?
+order | What countries is Japan bigger than? | What countries are bigger than Japan?
+order | who is Sam afraid of? | who is afraid of Sam?
 operator | What does git log v1..v2 show? | What does git log v1...v2 show?
 order | What should the guests bring to a potluck? | What should the host bring to a potluck?
 order | How do termites damage wood? | How are termites damaged by wood?
@@ -168,6 +170,9 @@ NOT_CONTRASTS = [
     # both ask for what is done to the same thing; a bare word after "what" is no verb
     ("What do owls eat?", "What does an owl eat?"),
     ("What language do you think is the hardest?", "What do you think is the hardest language?"),
+    # a place or a time moved past a preposition left at the end is no trade
+    ("What does each letter stand for in RSVP?", "What does each letter in RSVP stand for?"),
+    ("What should I look for when buying a bike?", "When buying a bike, what should I look for?"),
     # "&" and "w/" for words write no formula
     ("How do I make pasta with garlic and olive oil?", "how do I make pasta w/ garlic & olive oil"),
 ]
