@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from edge.cache.contrast_roles import roles_traded
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
 from shared.lexicon import (
@@ -323,7 +324,7 @@ def contrast_by(cached: str, asked: str) -> str | None:
     """
     if (how := swapped(cached, asked)) is not None:
         return how
-    if role_changed(cached, asked) is not None:
+    if roles_traded(cached, asked) or role_changed(cached, asked) is not None:
         return "order"
     if opposed_words(cached, asked) is not None or prevention_flipped(cached, asked):
         return "antonym"

@@ -1,12 +1,13 @@
 """Contrast by argument order: the same things related the other way round (pure).
 
 "convert A to B" / "convert B to A", "is A faster than B" / "is B faster than A", "transfer
-my games to a new drive" / "... from a new drive". Part of ``contrast.contrast_by``.
+my games to a new drive" / "... from a new drive", "can I sue my landlord" / "can my
+landlord sue me". Part of ``contrast.contrast_by``; the same roles read through the form of
+the question (the passive, asking for the doer) are ``contrast_roles``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -16,10 +17,7 @@ from shared.lexicon import (
     QUESTION_WORDS,
     STOPWORDS,
     contrast_words,
-    regular_past,
     stem,
-    third_person,
-    verb_forms,
 )
 
 _DETERMINERS = frozenset(
@@ -38,7 +36,7 @@ _CONTENT_STOP = (
 )
 
 
-def _content(word: str) -> bool:
+def content_word(word: str) -> bool:
     return word not in _CONTENT_STOP and word not in PUNCTUATION
 
 
@@ -59,21 +57,27 @@ def _relations(words: Sequence[str]) -> set[tuple[str, str, str]]:
                 break
             right.append(x)
         rel = "to" if w in ("into", "onto", "towards") else w
-        found |= {(a, rel, b) for a in left if _content(a) for b in right if _content(b) and a != b}
+        found |= {
+            (a, rel, b)
+            for a in left
+            if content_word(a)
+            for b in right
+            if content_word(b) and a != b
+        }
     return found
 
 
 _TOWARDS = frozenset(("to", "into", "onto", "towards"))
 # Who does what to whom, whatever the case: "I sue" / "sue me".
 _OBJECT_PRONOUNS = {"me": "i", "him": "he", "her": "she", "us": "we", "them": "they"}
-_PRONOUNS = frozenset(_OBJECT_PRONOUNS.values()) | {"you"}
+PRONOUNS = frozenset(_OBJECT_PRONOUNS.values()) | {"you"}
 # An owner read as the one who owns: "my dog bit someone" / "someone's dog bit me" trade
 # "i" and "someone" across "dog bit" ("'s" is already gone from ``contrast_words``).
 _OWNERS = {"my": "i", "our": "we", "your": "you", "his": "he", "their": "they"}
 # A phrase led by one of these is a circumstance, which may move without changing the
 # question: "education during the occupation like in Singapore" / "education in Singapore
 # like during the occupation".
-_ADJUNCT_HEADS = frozenset(
+ADJUNCT_HEADS = frozenset(
     "in on at during for after before while since until by from of with without about "
     "under over near within across through".split()
 )
@@ -88,7 +92,7 @@ def _headed(words: Sequence[str], prepositions: frozenset[str]) -> set[str]:
             for x in words[p + 1 : p + 4]:
                 if x in PUNCTUATION:
                     break
-                if _content(x):
+                if content_word(x):
                     found.add(x)
                     break
     return found
@@ -104,8 +108,8 @@ def _sides_of(words: Sequence[str], relation: str) -> list[tuple[set[str], set[s
             start -= 1
         while end + 1 < len(words) and words[end + 1] not in PUNCTUATION:
             end += 1
-        left = {w for w in words[start:at] if _content(w)}
-        right = {w for w in words[at + 1 : end + 1] if _content(w)}
+        left = {w for w in words[start:at] if content_word(w)}
+        right = {w for w in words[at + 1 : end + 1] if content_word(w)}
         sides.append((left - right, right - left))
     return sides
 
@@ -140,14 +144,8 @@ def swapped(cached: str, asked: str) -> str | None:
     # The same words, two phrases trading places across something that is not symmetric:
     # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla", "can I sue my
     # landlord" / "can my landlord sue me".
-    aa, ab = _arguments(wa), _arguments(wb)
-    if (
-        _traded(aa, ab)
-        or _voice_traded(aa, ab)
-        or _asked_traded(aa, ab)
-        or _stranded(aa, ab)
-        or _stranded(ab, aa)
-    ):
+    aa, ab = arguments(wa), arguments(wb)
+    if _traded(aa, ab):
         return "order"
     # The same, read through plurals and possessives: "can cats eat dog food" / "can dogs
     # eat cat food"; "my roommate's boyfriend" / "my boyfriend's roommate" (owner and owned
@@ -190,8 +188,8 @@ def _quantified_traded(a: Sequence[str], b: Sequence[str]) -> bool:
         and a[i - 1] in _QUANTIFIERS
         and a[i] == b[i + 1]
         and a[i + 1] == b[i]
-        and _content(a[i])
-        and _content(a[i + 1])
+        and content_word(a[i])
+        and content_word(a[i + 1])
     )
 
 
@@ -213,135 +211,7 @@ def _owner_traded(a: Sequence[str], b: Sequence[str]) -> bool:
     )
 
 
-# A verb's forms, read back to it: the passive's participle, and the active's own forms.
-_VERBS = verb_forms()
-_PARTICIPLES = {part: verb for verb, (_, part) in _VERBS.items()}
-_ACTIVE = {
-    form: verb for verb, (past, _) in _VERBS.items() for form in (verb, past, third_person(verb))
-}
-_BE = frozenset("is are was were be been being".split())
-
-
-def _phrase(words: Sequence[str], ends: frozenset[str] = _ADJUNCT_HEADS) -> set[str]:
-    """The content words of a phrase, up to a mark or a circumstance ("in", "during")."""
-    out = set()
-    for w in words:
-        if w in PUNCTUATION or w in ends:
-            break
-        if _content(w) or w in _PRONOUNS:
-            out.add(w)
-    return out
-
-
-def _passive(words: Sequence[str]) -> tuple[str, set[str], set[str]] | None:
-    """(verb, patient, agent) of "... be VERBed by AGENT": "can a hawk be caught by a
-    rabbit" -> ("catch", {"hawk"}, {"rabbit"})."""
-    for i, w in enumerate(words[1:-2], 1):
-        verb = _PARTICIPLES.get(w)
-        if verb and words[i + 1] == "by" and _BE & set(words[:i]):
-            patient = {x for x in words[:i] if _content(x) and x not in _BE}
-            return verb, patient, _phrase(words[i + 2 :])
-    return None
-
-
-def _voice_traded(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Whether one question is active, the other passive, with agent and patient swapped:
-    "can a hawk catch a rabbit" / "can a hawk be caught by a rabbit" (not "... can a rabbit
-    be caught by a hawk", the same question)."""
-    pa, pb = _passive(a), _passive(b)
-    if pa is not None and pb is None:
-        active, (verb, patient, agent) = b, pa
-    elif pb is not None and pa is None:
-        active, (verb, patient, agent) = a, pb
-    else:  # both active, or both passive (``_traded``'s business)
-        return False
-    for i, w in enumerate(active):
-        if _ACTIVE.get(w) != verb:
-            continue
-        subject = {x for x in active[:i] if _content(x) or x in _PRONOUNS}
-        obj = _phrase(active[i + 1 :])
-        if subject & patient and obj & agent and not subject & agent:
-            return True
-    return False
-
-
-_WHO = frozenset(("what", "who", "whom"))
-_DO = frozenset(("do", "does", "did"))
-
-
-def _asked_traded(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Whether one question asks for the doer and the other for what is done to, of the
-    same verb and thing: "what eats jellyfish" / "what do jellyfish eat", "who killed
-    Caesar" / "who did Caesar kill", "what preys on hawks" / "what do hawks prey on";
-    "which team" asks as "what" does ("which team beat X" / "which team did X beat")."""
-    a, b = _which_as_what(a), _which_as_what(b)
-    return _doer_and_done(a, b) or _doer_and_done(b, a)
-
-
-def _doer_and_done(doer: Sequence[str], done: Sequence[str]) -> bool:
-    """``doer`` is "what VERBs X ...", ``done`` is "what do X VERB ..."."""
-    asks = [k for k in range(len(done) - 3) if done[k] in _WHO and done[k + 1] in _DO]
-    if not asks:
-        return False
-    for i in range(len(doer) - 2):
-        verb = doer[i + 1]
-        if doer[i] not in _WHO or verb in _DO or verb in _BE or verb in STOPWORDS:
-            continue
-        thing = _phrase(doer[i + 2 :], ends=_NO_ENDS)  # "preys on hawks": the "on" too
-        for k in asks:
-            for v in range(k + 3, min(k + 7, len(done))):  # a subject of a few words
-                if verb in _inflected(done[v]):
-                    subject = {w for w in done[k + 2 : v] if _content(w)}
-                    if subject and subject <= thing:
-                        return True
-    return False
-
-
-_NO_ENDS: frozenset[str] = frozenset()
-# Prepositions a question may leave at its end: "what is fire weak against?".
-_STRANDED = _ADJUNCT_HEADS | frozenset(("against", "than", "to", "into", "like"))
-
-
-def _stranded(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Whether ``a`` leaves a preposition at its end and ``b`` gives it, as its object, a
-    phrase that ``a`` has before it, the rest the same: "what types is fire weak against"
-    / "what types are weak against fire", "who is Sam afraid of" / "who is afraid of Sam"."""
-    a, b = _unstopped(list(a)), _unstopped(list(b))
-    if len(a) < 3 or a[-1] not in _STRANDED or a[-1] not in b[:-1]:
-        return False
-    at = len(b) - 1 - b[::-1].index(a[-1])
-    tail = b[at + 1 :]  # a thing or someone: no "in Australia", no "when buying a bike"
-    if not tail or not all(_content(w) or w in _PRONOUNS for w in tail):
-        return False
-    for i in range(len(a) - len(tail)):
-        if a[i : i + len(tail)] == tail:
-            return _be_as_one(a[:i] + a[i + len(tail) : -1]) == _be_as_one(b[:at])
-    return False
-
-
-def _be_as_one(words: Sequence[str]) -> list[str]:
-    return ["be" if w in _BE else w for w in words]
-
-
-def _which_as_what(words: Sequence[str]) -> Sequence[str]:
-    """ "which team ..." read as "what ...": one content word after "which" is the asker."""
-    out = list(words)
-    for k in range(len(out) - 1, -1, -1):
-        if out[k] == "which" and k + 1 < len(out) and _content(out[k + 1]):
-            out[k : k + 2] = ["what"]
-    return out
-
-
-@functools.lru_cache(maxsize=4096)
-def _inflected(verb: str) -> frozenset[str]:
-    """How a question asking for the doer writes ``verb``: "eats", "ate". Not the bare
-    verb ("what language do you think ..." is no doer of "language"), unless it is the
-    listed past ("which team beat the Lakers")."""
-    past = _VERBS[verb][0] if verb in _VERBS else regular_past(verb)
-    return frozenset((third_person(verb), past))
-
-
-def _arguments(words: Sequence[str]) -> list[str]:
+def arguments(words: Sequence[str]) -> list[str]:
     """The words that say who or what: determiners dropped ("a lower court" / "the lower
     court"), object pronouns read as subjects ("me" / "I")."""
     folded = (_OBJECT_PRONOUNS.get(w, w) for w in words)
@@ -349,8 +219,8 @@ def _arguments(words: Sequence[str]) -> list[str]:
 
 
 def _owners(words: Sequence[str]) -> list[str]:
-    """``_arguments`` with each possessive read as its owner ("my friend": "i friend")."""
-    return _arguments([_OWNERS.get(w, w) for w in words])
+    """``arguments`` with each possessive read as its owner ("my friend": "i friend")."""
+    return arguments([_OWNERS.get(w, w) for w in words])
 
 
 # Endings that make a word of another word's root: "presidential" / "president",
@@ -374,8 +244,8 @@ def _rooted(a: Sequence[str], b: Sequence[str]) -> list[str]:
 
 def _argument(phrase: Sequence[str]) -> bool:
     return (
-        phrase[0] not in _ADJUNCT_HEADS
-        and any(_content(w) or w in _PRONOUNS for w in phrase)
+        phrase[0] not in ADJUNCT_HEADS
+        and any(content_word(w) or w in PRONOUNS for w in phrase)
         and not set(phrase) & PUNCTUATION
     )
 
@@ -412,8 +282,8 @@ def coordinated_swap(cached: str, asked: str) -> bool:
     A side is whatever swaps: "a talent manager and an agent" / "a talent agent and a
     manager" reads as "manager" and "agent" swapped (QQP calls them the same question)."""
     a, b = (
-        _unstopped(_arguments(contrast_words(cached))),
-        _unstopped(_arguments(contrast_words(asked))),
+        unstopped(arguments(contrast_words(cached))),
+        unstopped(arguments(contrast_words(asked))),
     )
     return any(
         len(mid) == 1 and mid[0] in _COORDINATORS and _argument(one) and _argument(two)
@@ -421,7 +291,7 @@ def coordinated_swap(cached: str, asked: str) -> bool:
     )
 
 
-def _unstopped(words: list[str]) -> list[str]:
+def unstopped(words: list[str]) -> list[str]:
     while words and words[-1] in PUNCTUATION:  # "...?" / "..."
         words.pop()
     return words

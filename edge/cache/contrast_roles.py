@@ -1,0 +1,164 @@
+"""Contrast by roles read through the question's form: who does what to whom (pure).
+
+The active against the passive ("can a hawk catch a rabbit" / "can a hawk be caught by a
+rabbit"), asking for the doer against asking for what is done to ("what eats jellyfish" /
+"what do jellyfish eat"), and a preposition left at the end against the same preposition
+given its object ("what is fire weak against" / "what is weak against fire"). Part of
+``contrast.contrast_by``; ``contrast_swaps`` reads the same things in one form, traded.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from edge.cache.contrast_swaps import (
+    ADJUNCT_HEADS,
+    PRONOUNS,
+    arguments,
+    content_word,
+    unstopped,
+)
+from shared.lexicon import (
+    PUNCTUATION,
+    STOPWORDS,
+    contrast_words,
+    regular_past,
+    third_person,
+    verb_forms,
+)
+
+
+def roles_traded(cached: str, asked: str) -> bool:
+    """Whether the two questions trade who does and who is done to through the form of the
+    question: voice, the asked-for role, or a preposition left at the end."""
+    a, b = arguments(contrast_words(cached)), arguments(contrast_words(asked))
+    return voice_traded(a, b) or asked_traded(a, b) or stranded(a, b) or stranded(b, a)
+
+
+# A verb's forms, read back to it: the passive's participle, and the active's own forms.
+_VERBS = verb_forms()
+_PARTICIPLES = {part: verb for verb, (_, part) in _VERBS.items()}
+_ACTIVE = {
+    form: verb for verb, (past, _) in _VERBS.items() for form in (verb, past, third_person(verb))
+}
+_BE = frozenset("is are was were be been being".split())
+
+
+def _phrase(words: Sequence[str], ends: frozenset[str] = ADJUNCT_HEADS) -> set[str]:
+    """The content words of a phrase, up to a mark or a circumstance ("in", "during")."""
+    out = set()
+    for w in words:
+        if w in PUNCTUATION or w in ends:
+            break
+        if content_word(w) or w in PRONOUNS:
+            out.add(w)
+    return out
+
+
+def _passive(words: Sequence[str]) -> tuple[str, set[str], set[str]] | None:
+    """(verb, patient, agent) of "... be VERBed by AGENT": "can a hawk be caught by a
+    rabbit" -> ("catch", {"hawk"}, {"rabbit"})."""
+    for i, w in enumerate(words[1:-2], 1):
+        verb = _PARTICIPLES.get(w)
+        if verb and words[i + 1] == "by" and _BE & set(words[:i]):
+            patient = {x for x in words[:i] if content_word(x) and x not in _BE}
+            return verb, patient, _phrase(words[i + 2 :])
+    return None
+
+
+def voice_traded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether one question is active, the other passive, with agent and patient swapped:
+    "can a hawk catch a rabbit" / "can a hawk be caught by a rabbit" (not "... can a rabbit
+    be caught by a hawk", the same question)."""
+    pa, pb = _passive(a), _passive(b)
+    if pa is not None and pb is None:
+        active, (verb, patient, agent) = b, pa
+    elif pb is not None and pa is None:
+        active, (verb, patient, agent) = a, pb
+    else:  # both active, or both passive (``_traded``'s business)
+        return False
+    for i, w in enumerate(active):
+        if _ACTIVE.get(w) != verb:
+            continue
+        subject = {x for x in active[:i] if content_word(x) or x in PRONOUNS}
+        obj = _phrase(active[i + 1 :])
+        if subject & patient and obj & agent and not subject & agent:
+            return True
+    return False
+
+
+_WHO = frozenset(("what", "who", "whom"))
+_DO = frozenset(("do", "does", "did"))
+
+
+def asked_traded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether one question asks for the doer and the other for what is done to, of the
+    same verb and thing: "what eats jellyfish" / "what do jellyfish eat", "who killed
+    Caesar" / "who did Caesar kill", "what preys on hawks" / "what do hawks prey on";
+    "which team" asks as "what" does ("which team beat X" / "which team did X beat")."""
+    a, b = _which_as_what(a), _which_as_what(b)
+    return _doer_and_done(a, b) or _doer_and_done(b, a)
+
+
+def _doer_and_done(doer: Sequence[str], done: Sequence[str]) -> bool:
+    """``doer`` is "what VERBs X ...", ``done`` is "what do X VERB ..."."""
+    asks = [k for k in range(len(done) - 3) if done[k] in _WHO and done[k + 1] in _DO]
+    if not asks:
+        return False
+    for i in range(len(doer) - 2):
+        verb = doer[i + 1]
+        if doer[i] not in _WHO or verb in _DO or verb in _BE or verb in STOPWORDS:
+            continue
+        thing = _phrase(doer[i + 2 :], ends=_NO_ENDS)  # "preys on hawks": the "on" too
+        for k in asks:
+            for v in range(k + 3, min(k + 7, len(done))):  # a subject of a few words
+                if verb in _inflected(done[v]):
+                    subject = {w for w in done[k + 2 : v] if content_word(w)}
+                    if subject and subject <= thing:
+                        return True
+    return False
+
+
+_NO_ENDS: frozenset[str] = frozenset()
+# Prepositions a question may leave at its end: "what is fire weak against?".
+_STRANDED = ADJUNCT_HEADS | frozenset(("against", "than", "to", "into", "like"))
+
+
+def stranded(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether ``a`` leaves a preposition at its end and ``b`` gives it, as its object, a
+    phrase that ``a`` has before it, the rest the same: "what types is fire weak against"
+    / "what types are weak against fire", "who is Sam afraid of" / "who is afraid of Sam"."""
+    a, b = unstopped(list(a)), unstopped(list(b))
+    if len(a) < 3 or a[-1] not in _STRANDED or a[-1] not in b[:-1]:
+        return False
+    at = len(b) - 1 - b[::-1].index(a[-1])
+    tail = b[at + 1 :]  # a thing or someone: no "in Australia", no "when buying a bike"
+    if not tail or not all(content_word(w) or w in PRONOUNS for w in tail):
+        return False
+    for i in range(len(a) - len(tail)):
+        if a[i : i + len(tail)] == tail:
+            return _be_as_one(a[:i] + a[i + len(tail) : -1]) == _be_as_one(b[:at])
+    return False
+
+
+def _be_as_one(words: Sequence[str]) -> list[str]:
+    return ["be" if w in _BE else w for w in words]
+
+
+def _which_as_what(words: Sequence[str]) -> Sequence[str]:
+    """ "which team ..." read as "what ...": one content word after "which" is the asker."""
+    out = list(words)
+    for k in range(len(out) - 1, -1, -1):
+        if out[k] == "which" and k + 1 < len(out) and content_word(out[k + 1]):
+            out[k : k + 2] = ["what"]
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _inflected(verb: str) -> frozenset[str]:
+    """How a question asking for the doer writes ``verb``: "eats", "ate". Not the bare
+    verb ("what language do you think ..." is no doer of "language"), unless it is the
+    listed past ("which team beat the Lakers")."""
+    past = _VERBS[verb][0] if verb in _VERBS else regular_past(verb)
+    return frozenset((third_person(verb), past))
