@@ -46,6 +46,10 @@ contrast veto (``edge.cache.contrast.contrast_by``) and without it, on:
   (337 different questions, 186 rewordings, after 20 pairs already in earlier sets were
   left out), run first on stop 55's models and code as landed and on this stop's retrained
   models; its first runs are in ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind8.jsonl``, a tenth set written blind at stop 57 the same way
+  (328 different questions, 189 rewordings, after 61 pairs already in earlier sets were
+  left out), run first on stop 56's models with stop 56's code as landed and with this
+  stop's rules; its first runs are in ``docs/cache.md``, and from then on it is a dev set;
 * the QQP test split of ``../shared/data/cache`` (skipped when absent): precision and recall
   of the default decision before and after the veto;
 * the GPTCache paraphrase mock (all paraphrases): recall before and after.
@@ -80,9 +84,11 @@ BLIND4 = DEV.with_name("contrast_blind4.jsonl")
 BLIND5 = DEV.with_name("contrast_blind5.jsonl")
 BLIND6 = DEV.with_name("contrast_blind6.jsonl")
 BLIND7 = DEV.with_name("contrast_blind7.jsonl")
+BLIND8 = DEV.with_name("contrast_blind8.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
     "blind4": BLIND4, "blind5": BLIND5, "blind6": BLIND6, "blind7": BLIND7,
+    "blind8": BLIND8,
 }  # fmt: skip
 
 
