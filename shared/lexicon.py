@@ -326,6 +326,9 @@ AXES = (
     "thick/thin thicker/thinner thickest/thinnest thicken/thin thickening/thinning",
     "wide/narrow wider/narrower widest/narrowest widen/narrow widening/narrowing",
     "lighten/darken lightened/darkened lightening/darkening",
+    "bright/dark brighter/darker brightest/darkest brighten/darken brightened/darkened "
+    "brightening/darkening bright/dim",
+    "left/right",
     "strong/weak stronger/weaker strongest/weakest",
     "rich/poor",
     "wet/dry",

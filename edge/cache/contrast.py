@@ -23,6 +23,7 @@ from shared.lexicon import (
     ROLES,
     STOPWORDS,
     UNIT_OF,
+    axis_pairs,
     axis_sides,
     contrast_words,
     operators,
@@ -37,6 +38,30 @@ for _axis, _line in enumerate(AXES):
             _SIDE_OF.setdefault(_w, set()).add((_axis, _side))
 _PREFIXES = ("un", "in", "im", "il", "ir", "dis", "de", "non")
 _PAIRED_PREFIXES = (("over", "under"), ("in", "ex"), ("up", "down"), ("en", "de"))
+
+
+# Each axis word's aligned opposites ("smaller": "bigger"; "cons": "pros").
+_OPPOSITE_OF: dict[str, set[str]] = {}
+for _line in AXES:
+    for _a, _b in axis_pairs(_line):
+        if "-" not in (_a, _b):
+            _OPPOSITE_OF.setdefault(_a, set()).add(_b)
+            _OPPOSITE_OF.setdefault(_b, set()).add(_a)
+
+
+def _covered(x: str, y: str, ca: Counter[str], cb: Counter[str]) -> bool:
+    """Whether a question names both sides of the axis opposing ``x`` and ``y``, so it
+    covers the other ("Is Mars bigger or smaller than Earth?" / "Is Mars larger than
+    Earth?"). Not when each names the other's side the other way round without a word's own
+    opposite: "brighten a dark room" / "darken a bright room" (but "pros and cons" /
+    "advantages and disadvantages" is covered)."""
+    axes = {axis for axis, _ in _sides(x)} & {axis for axis, _ in _sides(y)}
+    in_a = {s for w in ca for s in _sides(w) if not axes or s[0] in axes}
+    in_b = {s for w in cb for s in _sides(w) if not axes or s[0] in axes}
+    covers_a, covers_b = bool(_sides(y) & in_a), bool(_sides(x) & in_b)
+    if covers_a and covers_b:
+        return bool(_OPPOSITE_OF.get(x, set()) & set(ca) or _OPPOSITE_OF.get(y, set()) & set(cb))
+    return covers_a or covers_b
 
 
 def _sides(word: str) -> set[tuple[int, int]]:
@@ -70,13 +95,9 @@ def opposed_words(cached: str, asked: str) -> tuple[str, str] | None:
     first lacks: ("safe", "unsafe"), ("enable", "disable"), ("import", "export")."""
     ca, cb = Counter(contrast_words(cached)), Counter(contrast_words(asked))
     only_a, only_b = ca - cb, cb - ca
-    # A question that names both sides ("Is Mars bigger or smaller than Earth?") covers
-    # either ("Is Mars larger than Earth?").
-    sides_a = set().union(*(_sides(w) for w in ca))
-    sides_b = set().union(*(_sides(w) for w in cb))
     for x in only_a:
         for y in only_b:
-            if _opposed(x, y) and not (_sides(y) & sides_a or _sides(x) & sides_b):
+            if _opposed(x, y) and not _covered(x, y, ca, cb):
                 return x, y
     return None
 

@@ -18,7 +18,7 @@ def rng() -> random.Random:
 @pytest.mark.parametrize(
     ("rule", "question", "expected"),
     [
-        (hp.polarity, "How do I enable dark mode?", "How do I disable dark mode?"),
+        (hp.polarity, "How do I enable autoplay?", "How do I disable autoplay?"),
         (hp.polarity, "How do I turn on Bluetooth?", "How do I turn off Bluetooth?"),
         (hp.direction, "How to convert Celsius to Kelvin?", "How to convert Kelvin to Celsius?"),
         (hp.direction, "Flights from Tokyo to Seoul?", "Flights from Seoul to Tokyo?"),

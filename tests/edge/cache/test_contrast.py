@@ -107,6 +107,9 @@ order | Are all squares rectangles? | Are all rectangles squares?
 number | Is the pharmacy open at 8am? | Is the pharmacy open at 8 p.m.?
 antonym | How do I prevent shin splints? | How do I treat shin splints?
 antonym | What is a synonym for big? | What is an antonym for big?
+antonym | how do I brighten a dim hallway | how do I darken a bright hallway
+antonym | how to lighten hair that went too dark | how to darken hair that went too light
+antonym | what does the left hemisphere control | what does the right hemisphere control
 """)
 
 # (kind, cached, asked): the same question; the shipped decision serves each of these.
@@ -150,6 +153,8 @@ NOT_CONTRASTS = [
     ("What does 2>&1 mean in bash?", "In bash, what does 2>&1 mean?"),
     ("How long does it take to boil an egg?", "How many minutes does it take to boil an egg?"),
     ("Is Mars bigger or smaller than Earth?", "Is Mars larger than Earth?"),
+    ("pros and cons of renting", "advantages and disadvantages of renting"),
+    ("How does a boy flirt with girls?", "How do I flirt with a girl?"),
     ("How can one be a good listener?", "How to become a good listener?"),
     ("How can I tell if my wife is lying?", "How can I tell whether my wife is lying?"),
     ("When should I plant tomatoes?", "When is the right time to plant tomatoes?"),
