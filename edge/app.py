@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -153,9 +154,10 @@ def create_app(settings: EdgeSettings) -> Starlette:
             metrics.edge_model_restarts.set_function(lambda: local.restarts)
         # The stages, built once: the pipeline composes them for every request.
         matcher = load_matcher(settings, metrics)
+        matching = ThreadPoolExecutor(settings.cache.match_workers(), thread_name_prefix="match")
         cache_step = CacheStep(
             cache, embedder, matcher, metrics, settings.cache,
-            redis_timeout_s=settings.redis.timeout_s,
+            redis_timeout_s=settings.redis.timeout_s, executor=matching,
         )  # fmt: skip
         pipeline = EdgePipeline(
             cache_step,
@@ -183,6 +185,7 @@ def create_app(settings: EdgeSettings) -> Starlette:
         finally:
             await cancel_and_wait([probes])
             await cache_step.drain()
+            matching.shutdown(wait=False, cancel_futures=True)
             await core.aclose()
             if embedder is not None:
                 await embedder.close()

@@ -10,6 +10,7 @@ generated from these models (``python -m tools.settings_doc``).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -74,6 +75,13 @@ class CacheSettings(BaseModel):
         description="Ask the cross-encoder only where its answer can change the decision "
         "(false: every candidate the MLP does not rule out, as before; for measuring).",
     )
+    match_threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="Threads that make the match decision (its cross-encoder) off the event "
+        "loop; unset: the CPUs this process may use (asyncio's default of CPUs + 4 measured "
+        "slower, docs/benchmarks.md).",
+    )
     prior_strength: float = Field(
         default=20.0, gt=0.0, description="How many observations the verifier's prior is worth."
     )
@@ -96,6 +104,16 @@ class CacheSettings(BaseModel):
     context_messages: int = Field(
         default=4, ge=1, description="Earlier turns embedded with the last message."
     )
+
+    def match_workers(self) -> int:
+        """``match_threads``, or the CPUs this process may use."""
+        if self.match_threads is not None:
+            return self.match_threads
+        return (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1
+        )
 
 
 class RouteSettings(BaseModel):

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import random
 import time
 from collections.abc import Coroutine
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,8 +90,12 @@ class CacheStep:
         settings: CacheSettings,
         *,
         redis_timeout_s: float,
+        executor: Executor | None = None,
     ) -> None:
+        """``executor``: the threads that make blocking match decisions (None: the loop's
+        default executor)."""
         self.store = store
+        self.executor = executor
         self.redis_timeout_s = redis_timeout_s
         self.embedder = embedder
         self.matcher = matcher
@@ -286,8 +292,10 @@ class CacheStep:
         else:
             decide = functools.partial(self.matcher.decide, vector, found.text)
         if self.matcher.blocking and candidates:
-            # A cross-encoder run takes milliseconds: off the event loop.
-            return await asyncio.to_thread(decide, candidates, draw=draw), near
+            # A cross-encoder run takes milliseconds: off the event loop, on the step's
+            # threads (the context goes along, as with asyncio.to_thread).
+            run = functools.partial(contextvars.copy_context().run, decide, candidates, draw=draw)
+            return await asyncio.get_running_loop().run_in_executor(self.executor, run), near
         return decide(candidates, draw=draw), near
 
     async def _second_look(

@@ -8,7 +8,9 @@ remember stage stores. No servers, no models.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -62,16 +64,20 @@ def context() -> RequestContext:
 
 
 class Step:
-    def __init__(self, policy: MatchPolicy | None = None) -> None:
+    def __init__(
+        self, policy: MatchPolicy | None = None, *, matcher: type[Matcher] = Matcher,
+        executor: Executor | None = None,
+    ) -> None:  # fmt: skip
         self.store = Store()
         self.embedder = BatchingEmbedder(Embedder())  # type: ignore[arg-type]
         self.step = CacheStep(
             self.store,  # type: ignore[arg-type]
             self.embedder,
-            Matcher(None, policy or MatchPolicy()),
+            matcher(None, policy or MatchPolicy()),
             METRICS,
             CacheSettings(),
             redis_timeout_s=1.0,
+            executor=executor,
         )
 
     def lookup(
@@ -148,6 +154,27 @@ def test_a_near_neighbour_is_served_through_the_matcher() -> None:
     found = cache.lookup(request(), ctx)
     assert found.hit is not None and found.hit.entry_id == "e1" and ctx.cache == "hit"
     assert cache.store.reads == 2  # the exact step, then the KNN search
+
+
+def test_a_decision_that_blocks_runs_on_the_steps_own_threads() -> None:
+    threads = []
+
+    class CrossEncoding(Matcher):  # as a matcher with a cross-encoder: milliseconds a call
+        @property
+        def blocking(self) -> bool:
+            return True
+
+        def decide(self, *args: Any, **kwargs: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            return super().decide(*args, **kwargs)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="matching") as pool:
+        cache = Step(MatchPolicy(min_similarity=0.9), matcher=CrossEncoding, executor=pool)
+        near = Candidate("e1", 0.97, "What's a lighthouse?", None)
+        cache.store.near = [(near, CachedAnswer("A tower.", "stop", None, "m", 0.97, "e1"))]
+        found = cache.lookup(request(), context())
+    assert found.hit is not None and found.hit.entry_id == "e1"
+    assert len(threads) == 1 and threads[0].startswith("matching")
 
 
 def test_a_miss_remembers_only_complete_answers(cache: Step) -> None:
