@@ -60,7 +60,9 @@ def _covered(x: str, y: str, ca: Counter[str], cb: Counter[str]) -> bool:
     in_b = {s for w in cb for s in _sides(w) if not axes or s[0] in axes}
     covers_a, covers_b = bool(_sides(y) & in_a), bool(_sides(x) & in_b)
     if covers_a and covers_b:
-        return bool(_OPPOSITE_OF.get(x, set()) & set(ca) or _OPPOSITE_OF.get(y, set()) & set(cb))
+        return bool(
+            _OPPOSITE_OF.get(x, set()) & ca.keys() or _OPPOSITE_OF.get(y, set()) & cb.keys()
+        )
     return covers_a or covers_b
 
 

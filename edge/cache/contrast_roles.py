@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from edge.cache.contrast_swaps import (
     ADJUNCT_HEADS,
     PRONOUNS,
-    arguments,
+    argument_words,
     content_word,
     unstopped,
 )
 from shared.lexicon import (
     PUNCTUATION,
     STOPWORDS,
-    contrast_words,
     regular_past,
     third_person,
     verb_forms,
@@ -32,7 +31,7 @@ from shared.lexicon import (
 def roles_traded(cached: str, asked: str) -> bool:
     """Whether the two questions trade who does and who is done to through the form of the
     question: voice, the asked-for role, or a preposition left at the end."""
-    a, b = arguments(contrast_words(cached)), arguments(contrast_words(asked))
+    a, b = argument_words(cached), argument_words(asked)
     return voice_traded(a, b) or asked_traded(a, b) or stranded(a, b) or stranded(b, a)
 
 

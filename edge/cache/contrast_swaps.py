@@ -8,6 +8,7 @@ the question (the passive, asking for the doer) are ``contrast_roles``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -144,7 +145,7 @@ def swapped(cached: str, asked: str) -> str | None:
     # The same words, two phrases trading places across something that is not symmetric:
     # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla", "can I sue my
     # landlord" / "can my landlord sue me".
-    aa, ab = arguments(wa), arguments(wb)
+    aa, ab = argument_words(cached), argument_words(asked)
     if _traded(aa, ab):
         return "order"
     # The same, read through plurals and possessives: "can cats eat dog food" / "can dogs
@@ -163,8 +164,11 @@ def swapped(cached: str, asked: str) -> str | None:
     # "cover me driving my friend's car" / "cover my friend driving my car"; also with a
     # word derived from the other's ("Congress override a presidential veto" / "the
     # president override a congressional veto").
+    # Each view only where it reads the words otherwise (the same words were tried above).
     oa, ob = _owners(wa), _owners(wb)
-    if _traded(oa, ob) or _traded(oa, _rooted(oa, ob)):
+    if (oa, ob) != (list(aa), list(ab)) and _traded(oa, ob):
+        return "order"
+    if len(oa) == len(ob) and (rooted := _rooted(oa, ob)) != ob and _traded(oa, rooted):
         return "order"
     return None
 
@@ -218,6 +222,13 @@ def arguments(words: Sequence[str]) -> list[str]:
     return [w for w in folded if w not in _DETERMINERS]
 
 
+@functools.lru_cache(maxsize=4096)
+def argument_words(text: str) -> tuple[str, ...]:
+    """``arguments`` of a question's ``contrast_words``, read once per text: the order
+    checks here and in ``contrast_roles`` all start from them."""
+    return tuple(arguments(contrast_words(text)))
+
+
 def _owners(words: Sequence[str]) -> list[str]:
     """``arguments`` with each possessive read as its owner ("my friend": "i friend")."""
     return arguments([_OWNERS.get(w, w) for w in words])
@@ -230,6 +241,8 @@ _ROOT = 5  # letters two derived words share at least
 
 
 def _derived(x: str, y: str) -> bool:
+    if x[:_ROOT] != y[:_ROOT]:
+        return False
     n = 0
     while n < min(len(x), len(y)) and x[n] == y[n]:
         n += 1
@@ -281,10 +294,7 @@ def coordinated_swap(cached: str, asked: str) -> bool:
     decision's models then read the asked question as the cached one (``match.Matcher``).
     A side is whatever swaps: "a talent manager and an agent" / "a talent agent and a
     manager" reads as "manager" and "agent" swapped (QQP calls them the same question)."""
-    a, b = (
-        unstopped(arguments(contrast_words(cached))),
-        unstopped(arguments(contrast_words(asked))),
-    )
+    a, b = unstopped(list(argument_words(cached))), unstopped(list(argument_words(asked)))
     return any(
         len(mid) == 1 and mid[0] in _COORDINATORS and _argument(one) and _argument(two)
         for one, mid, two in _trades(a, b)
