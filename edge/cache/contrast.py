@@ -36,7 +36,7 @@ for _axis, _line in enumerate(AXES):
     for _side, _words in enumerate(axis_sides(_line)):
         for _w in _words:
             _SIDE_OF.setdefault(_w, set()).add((_axis, _side))
-_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "de", "non")
+_PREFIXES = frozenset(("un", "in", "im", "il", "ir", "dis", "de", "non"))
 _PAIRED_PREFIXES = (("over", "under"), ("in", "ex"), ("up", "down"), ("en", "de"))
 
 
@@ -75,7 +75,7 @@ def _opposed(x: str, y: str) -> bool:
         return True
     for a, b in ((x, y), (y, x)):
         # "safe" / "unsafe", "install" / "uninstall", "connect" / "disconnect"
-        if any(b == p + a for p in _PREFIXES) and len(a) >= 4:
+        if len(a) >= 4 and b.endswith(a) and b[: len(b) - len(a)] in _PREFIXES:
             return True
         # "overinflate" / "underinflate", "inhale" / "exhale", "upvote" / "downvote"
         for p, q in _PAIRED_PREFIXES:
