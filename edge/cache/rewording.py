@@ -151,6 +151,14 @@ def _fixed(text: str) -> tuple[list[tuple[str, ...]], list[str], int]:
     return marks, _NUMBER.findall(text), sum(w in NEGATORS for w in words)
 
 
+def _negated(words: list[str]) -> list[tuple[str, str]]:
+    """Each negation with the word it negates (the next one): a moved block may carry a
+    negation along, but not slip under or out of one ("not in the EU but use the euro" /
+    "in the EU but not use the euro")."""
+    after = [*words[1:], ""]
+    return sorted((w, after[i]) for i, w in enumerate(words) if w in NEGATORS)
+
+
 def reworded(cached: str, asked: str) -> bool:
     """Whether ``asked`` is ``cached`` reworded without any change of meaning."""
     if _unread(cached) != _unread(asked) or _fixed(cached) != _fixed(asked):
@@ -158,4 +166,4 @@ def reworded(cached: str, asked: str) -> bool:
     a, b = canonical(cached), canonical(asked)
     if not a or len(a) != len(b) or len(a) > _LONGEST or sorted(a) != sorted(b):
         return False
-    return a == b or _moved_block(a, b)
+    return a == b or (_moved_block(a, b) and _negated(a) == _negated(b))
