@@ -13,12 +13,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from edge.cache.contrast_negation import framed, negation_moved, negations
 from edge.cache.contrast_roles import roles_traded
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
 from shared.lexicon import (
     AXES,
-    NEGATORS,
     PUNCTUATION,
     ROLES,
     STOPWORDS,
@@ -126,28 +126,6 @@ def role_changed(cached: str, asked: str) -> tuple[str, str] | None:
             if y in cb - ca:
                 return x, y
     return None
-
-
-def negations(text: str) -> int:
-    """How many negating words ("not", "n't", "never", "no", ...), "or not" aside."""
-    return sum(w in NEGATORS for w in contrast_words(text))
-
-
-def framed(cached: str, asked: str) -> bool:
-    """Is one question the other, word for word, after an aside set off before it ("my kid
-    asked and I had no idea: why do cats purr" / "why do cats purr")? A negation in the
-    aside belongs to it, not to the question both ask; whether the aside changes what is
-    asked is for the condition check and the models. Words added after the question ("...
-    without yeast") are no aside: they narrow it."""
-    a, b = contrast_words(cached), contrast_words(asked)
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    short = tuple(w for w in short if w not in PUNCTUATION)
-    words = [(i, w) for i, w in enumerate(long) if w not in PUNCTUATION]
-    n = len(short)
-    if not n or len(words) <= n or tuple(w for _, w in words[-n:]) != short:
-        return False
-    start = words[-n][0]
-    return long[start - 1] in PUNCTUATION or long[start - 1] == "but"
 
 
 _NUMBER_WORDS = {
@@ -336,7 +314,8 @@ def contrast_by(cached: str, asked: str) -> str | None:
     opposite words ("safe"/"unsafe", "enable"/"turn off", "import"/"export",
     "before"/"after"), or a goal flipped ("keep my cat out of my bed" / "get my cat to sleep
     in my bed"); "negation": one is negated more than the other ("Can I ...?" / "Can I
-    not ...?"); "operator": another operator or sign in a formula or code ("2x + 3 = 7" /
+    not ...?"), or negates another thing ("a package I didn't order" / "didn't get a
+    package I ordered"); "operator": another operator or sign in a formula or code ("2x + 3 = 7" /
     "2x - 3 = 7"); "number": other numbers ("iPhone 14" / "iPhone 15"); "unit": a unit
     swapped for another ("grams" / "ounces"); "entity": another name ("in Japan" / "in
     China", "on ubuntu" / "on windows"); "condition": one carries a condition the other
@@ -352,6 +331,8 @@ def contrast_by(cached: str, asked: str) -> str | None:
     if opposed_words(cached, asked) is not None or prevention_flipped(cached, asked):
         return "antonym"
     if negations(cached) != negations(asked) and not framed(cached, asked):
+        return "negation"
+    if negation_moved(cached, asked):
         return "negation"
     # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
     if (oa := operators(cached)) and (ob := operators(asked)):

@@ -81,6 +81,8 @@ condition | How do I repot a cactus? | How do I repot a cactus in winter?
 condition | What is the best soil for potted ferns? | What is the best soil?
 negation | How do I update my phone? | How do I update my phone without wifi?
 negation | Why do cats purr? | I have no idea: why don't cats purr?
+negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
+negation | my car won't start but the lights work | my car starts but the lights don't work
 order | Can my boss fire me? | Can I fire my boss?
 order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
@@ -136,6 +138,9 @@ NOT_CONTRASTS = [
     ("Is the pharmacy open at 8 am?", "Is the pharmacy open at 8am?"),
     ("How do I prevent and treat acne?", "How do I treat and prevent acne?"),
     ("Why doesn't my printer connect?", "Why does my printer not connect?"),
+    # a negation moved with what it negates, or within it
+    ("Without a car, how do I get around LA?", "How do I get around LA without a car?"),
+    ("Is it normal to have no friends?", "Is it normal not to have any friends?"),
     # A block added after the question that names nothing is no scope.
     ("Where can I park my bike?", "Where can I park my bike at?"),
     # Keeping something out, said two ways, is one goal.

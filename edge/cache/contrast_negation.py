@@ -1,0 +1,83 @@
+"""Contrast by negation: one question negated more than the other, or a negation that
+negates something else (pure). Part of ``contrast.contrast_by``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shared.lexicon import NEGATORS, PUNCTUATION, QUESTION_WORDS, STOPWORDS, contrast_words, stem
+
+# Where a negation's reach ends: a clause begins ("... not in the EU | but use the euro").
+_CLAUSE_OPENERS = frozenset(
+    "but and or if when while because although though since unless until that which who "
+    "whom whose where why".split()
+)
+# A subject pronoun inside a text opens a clause too ("a package | I didn't order"), unless
+# it follows a question word or a negation ("can I", "didn't I").
+_SUBJECTS = frozenset("i you he she we they".split())
+
+
+def negations(text: str) -> int:
+    """How many negating words ("not", "n't", "never", "no", ...)."""
+    return sum(w in NEGATORS for w in contrast_words(text))
+
+
+def framed(cached: str, asked: str) -> bool:
+    """Is one question the other, word for word, after an aside set off before it ("my kid
+    asked and I had no idea: why do cats purr" / "why do cats purr")? A negation in the
+    aside belongs to it, not to the question both ask; whether the aside changes what is
+    asked is for the condition check and the models. Words added after the question ("...
+    without yeast") are no aside: they narrow it."""
+    a, b = contrast_words(cached), contrast_words(asked)
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    short = tuple(w for w in short if w not in PUNCTUATION)
+    words = [(i, w) for i, w in enumerate(long) if w not in PUNCTUATION]
+    n = len(short)
+    if not n or len(words) <= n or tuple(w for _, w in words[-n:]) != short:
+        return False
+    start = words[-n][0]
+    return long[start - 1] in PUNCTUATION or long[start - 1] == "but"
+
+
+def _lemma(word: str) -> str:
+    """A rough lemma: "orders", "ordered" and "ordering" are "order"."""
+    w = stem(word)
+    if len(w) > 4 and w.endswith("ed"):
+        return w[:-2]
+    return w[:-3] if len(w) > 5 and w.endswith("ing") else w
+
+
+def _content(words: Sequence[str]) -> list[str]:
+    return sorted(
+        _lemma(w)
+        for w in words
+        if w not in STOPWORDS and w not in NEGATORS and w not in PUNCTUATION
+    )
+
+
+def _reach(words: Sequence[str]) -> set[str]:
+    """The content words after the (one) negation, up to the end of its clause."""
+    at = next(i for i, w in enumerate(words) if w in NEGATORS)
+    reach: set[str] = set()
+    for i in range(at + 1, len(words)):
+        w = words[i]
+        opens = w in _SUBJECTS and words[i - 1] not in QUESTION_WORDS | NEGATORS
+        if w in PUNCTUATION or w in _CLAUSE_OPENERS or opens:
+            break
+        reach.update(_content((w,)))
+    return reach
+
+
+def negation_moved(cached: str, asked: str) -> bool:
+    """The same words and one negation each, negating nothing in common: "a package I
+    didn't order" / "didn't get a package I ordered", "my car won't start but the lights
+    work" / "my car starts but the lights don't work". A negation that only moves within
+    what it negates ("why isn't my oven heating" / "why is my oven not heating") or with it
+    ("without a car, how do I ..." / "how do I ... without a car") is no contrast."""
+    a, b = contrast_words(cached), contrast_words(asked)
+    if sum(w in NEGATORS for w in a) != 1 or sum(w in NEGATORS for w in b) != 1:
+        return False
+    if _content(a) != _content(b):
+        return False
+    ra, rb = _reach(a), _reach(b)
+    return bool(ra) and bool(rb) and not ra & rb
