@@ -13,13 +13,15 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from edge.cache.contrast_negation import framed, negation_moved, negations
+from edge.cache.contrast_negation import framed, lemma, negation_moved, negations
 from edge.cache.contrast_roles import roles_traded
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
 from shared.lexicon import (
     AXES,
+    NEGATORS,
     PUNCTUATION,
+    QUESTION_WORDS,
     ROLES,
     STOPWORDS,
     UNIT_OF,
@@ -231,6 +233,10 @@ _MANNERS = frozenset("sorry apologies".split())
 _IF_NOT_A_CONDITION = _WHETHER | _MANNERS  # the word before "if"
 
 
+_WH = frozenset("what which how who where why".split())
+_NOT_A_CLAUSE = QUESTION_WORDS | frozenset(("and", "or"))
+
+
 def conditional(text: str) -> bool:
     """Whether a question carries a condition ("... if I am pregnant", "... without yeast",
     "When cooking steak, ..."); "when" opening a question ("When should I ...?") asks."""
@@ -246,9 +252,36 @@ def conditional(text: str) -> bool:
             opens = i == 0 or words[i - 1] in PUNCTUATION
             rest = words[i + 1 :]
             end = next((j for j, x in enumerate(rest) if x in ("?", "!", ".")), len(rest))
-            if not opens or "," in rest[:end]:
+            # "when traveling to Japan what should I know": the question comes after it
+            # ("When and how ...", "When exactly was ...?" ask when).
+            then_asks = bool(rest) and rest[0] not in _NOT_A_CLAUSE
+            if not opens or "," in rest[:end] or (then_asks and _WH & set(rest[1:end])):
                 return True
     return False
+
+
+def _asks(words: Sequence[str]) -> bool:
+    return any(w in QUESTION_WORDS or w == "am" for w in words)
+
+
+_PREMISE_ENDS = frozenset(",;:.")
+_NOT_CONTENT = STOPWORDS | NEGATORS | PUNCTUATION | _CONDITIONS | {"when"}
+
+
+def premise_restated(cached: str, asked: str) -> bool:
+    """One question states as a premise what the other sets as its condition, in the same
+    words ("I just got a speeding ticket, will my insurance go up?" / "Will my insurance go
+    up if I just got a speeding ticket?")."""
+    a, b = contrast_words(cached), contrast_words(asked)
+    plain = b if conditional(cached) else a
+    cut = next((i for i, w in enumerate(plain) if w in _PREMISE_ENDS), None)
+    if not plain or _asks(plain[:1]) or cut is None or not _asks(plain[cut + 1 : cut + 2]):
+        return False
+    return _content(a) == _content(b)
+
+
+def _content(words: Sequence[str]) -> list[str]:
+    return sorted(lemma(w) for w in words if w not in _NOT_CONTENT)
 
 
 # A goal flipped with no antonym word: one question asks how to keep something from
@@ -352,6 +385,8 @@ def contrast_by(cached: str, asked: str) -> str | None:
     names = {n for n in new_names(cached, asked) if not n.startswith("i'")}  # "I'm", "I've"
     if names or swapped_entities(cached, asked):
         return "entity"
-    if conditional(cached) != conditional(asked) or added_scope(cached, asked):
+    if added_scope(cached, asked):
+        return "condition"
+    if conditional(cached) != conditional(asked) and not premise_restated(cached, asked):
         return "condition"
     return None

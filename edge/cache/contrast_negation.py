@@ -39,7 +39,7 @@ def framed(cached: str, asked: str) -> bool:
     return long[start - 1] in PUNCTUATION or long[start - 1] == "but"
 
 
-def _lemma(word: str) -> str:
+def lemma(word: str) -> str:
     """A rough lemma: "orders", "ordered" and "ordering" are "order"."""
     w = stem(word)
     if len(w) > 4 and w.endswith("ed"):
@@ -49,9 +49,7 @@ def _lemma(word: str) -> str:
 
 def _content(words: Sequence[str]) -> list[str]:
     return sorted(
-        _lemma(w)
-        for w in words
-        if w not in STOPWORDS and w not in NEGATORS and w not in PUNCTUATION
+        lemma(w) for w in words if w not in STOPWORDS and w not in NEGATORS and w not in PUNCTUATION
     )
 
 

@@ -78,6 +78,7 @@ negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
 condition | Can I drink coffee? | Can I drink coffee while breastfeeding?
 condition | How do I repot a cactus? | How do I repot a cactus in winter?
+condition | I got a ticket, will my rate go up? | Will my rate go up if I got a ticket drunk?
 condition | What is the best soil for potted ferns? | What is the best soil?
 negation | How do I update my phone? | How do I update my phone without wifi?
 negation | Why do cats purr? | I have no idea: why don't cats purr?
@@ -183,6 +184,15 @@ NOT_CONTRASTS = [
     # a place or a time moved past a preposition left at the end is no trade
     ("What does each letter stand for in RSVP?", "What does each letter in RSVP stand for?"),
     ("What should I look for when buying a bike?", "When buying a bike, what should I look for?"),
+    # a condition opening the question with no comma, or stated first as a premise (blind9)
+    (
+        "when jump starting a car which cable goes first",
+        "which cable goes first when jump starting a car",
+    ),
+    (
+        "I got a speeding ticket, will my insurance go up?",
+        "Will my insurance go up if I got a speeding ticket?",
+    ),
     # "&" and "w/" for words write no formula
     ("How do I make pasta with garlic and olive oil?", "how do I make pasta w/ garlic & olive oil"),
 ]
