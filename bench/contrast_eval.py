@@ -50,6 +50,10 @@ contrast veto (``edge.cache.contrast.contrast_by``) and without it, on:
   (328 different questions, 189 rewordings, after 61 pairs already in earlier sets were
   left out), run first on stop 56's models with stop 56's code as landed and with this
   stop's rules; its first runs are in ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind9.jsonl``, an eleventh set written blind at stop 58 the same way
+  (358 different questions, 215 rewordings, after 42 pairs already in earlier sets were
+  left out), run first on stop 57's models and code as landed; its first runs are in
+  ``docs/cache.md``, and from then on it is a dev set;
 * the QQP test split of ``../shared/data/cache`` (skipped when absent): precision and recall
   of the default decision before and after the veto;
 * the GPTCache paraphrase mock (all paraphrases): recall before and after.
@@ -85,10 +89,11 @@ BLIND5 = DEV.with_name("contrast_blind5.jsonl")
 BLIND6 = DEV.with_name("contrast_blind6.jsonl")
 BLIND7 = DEV.with_name("contrast_blind7.jsonl")
 BLIND8 = DEV.with_name("contrast_blind8.jsonl")
+BLIND9 = DEV.with_name("contrast_blind9.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
     "blind4": BLIND4, "blind5": BLIND5, "blind6": BLIND6, "blind7": BLIND7,
-    "blind8": BLIND8,
+    "blind8": BLIND8, "blind9": BLIND9,
 }  # fmt: skip
 
 
