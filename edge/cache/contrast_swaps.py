@@ -168,6 +168,11 @@ def swapped(cached: str, asked: str) -> str | None:
     oa, ob = _owners(wa), _owners(wb)
     if (oa, ob) != (list(aa), list(ab)) and _traded(oa, ob):
         return "order"
+    # The same with the verb agreeing with its new subject: "if I damage my roommate's TV"
+    # / "if my roommate damages my TV".
+    so, sob = [stem(w) for w in oa], [stem(w) for w in ob]
+    if (so, sob) != (oa, ob) and (so, sob) != (sa, sb) and _traded(so, sob):
+        return "order"
     if len(oa) == len(ob) and (rooted := _rooted(oa, ob)) != ob and _traded(oa, rooted):
         return "order"
     return None

@@ -91,6 +91,7 @@ order | Can the landlord end the lease early? | Can the tenant end the lease ear
 order | Can a fox catch a hen? | Can a fox be caught by a hen?
 order | What eats owls? | What do owls eat?
 order | who hired the new coach | who did the new coach hire
+order | If I damage my roommate's TV, am I covered? | If my roommate damages my TV, am I covered?
 order | What feeds on aphids? | What do aphids feed on?
 order | as a chef how do I work with a picky waiter | as a waiter how do I work with a picky chef
 order | Can horses eat pig feed? | Can pigs eat horse feed?
