@@ -32,6 +32,8 @@ _RELATIONS = {
 }  # fmt: skip
 # Between two swapped arguments, these keep the meaning ("A or B?", "A and B").
 _SYMMETRIC = frozenset(("and", "or", "vs", "with", "between", "&", "nor"))
+# "A different from B", "tell A from B": a "from" that sets two things apart is symmetric.
+_APART = frozenset("different differ differs distinguish tell apart distinct".split())
 _CONTENT_STOP = (
     STOPWORDS | QUESTION_WORDS | NEGATIONS | _DETERMINERS | frozenset(_RELATIONS) | _SYMMETRIC
 )
@@ -45,7 +47,7 @@ def _relations(words: Sequence[str]) -> set[tuple[str, str, str]]:
     """(left argument, relation, right argument) for content words near a relation word."""
     found = set()
     for p, w in enumerate(words):
-        if w not in _RELATIONS:
+        if w not in _RELATIONS or (w == "from" and p and words[p - 1] in _APART):
             continue
         left: list[str] = []
         for x in reversed(words[max(0, p - 3) : p]):
@@ -278,12 +280,17 @@ def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
         _argument(one)
         and _argument(two)
         and not set(mid) & PUNCTUATION
-        and not (len(mid) <= _SHORT_MIDDLE and set(mid) & _SYMMETRIC)
+        and not (len(mid) <= _SHORT_MIDDLE and _symmetric(mid))
         for one, mid, two in _trades(a, b)
     )
 
 
 _SHORT_MIDDLE = 3  # words: "with", "compared with", "is compatible with"
+
+
+def _symmetric(middle: Sequence[str]) -> bool:
+    words = set(middle)
+    return bool(words & _SYMMETRIC or ("from" in words and words & _APART))
 
 
 # Joining two sides whose order is free: "A or B", "A and B", "between A and B", "A vs B".

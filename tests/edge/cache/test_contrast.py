@@ -155,6 +155,7 @@ NOT_CONTRASTS = [
     ("How do I switch off notifications?", "How do I turn off notifications?"),
     ("How can I lower my electricity bill?", "How can I reduce my electricity bill?"),
     ("Should I use tabs or spaces?", "Should I use spaces or tabs?"),
+    ("How is an LED TV different from an LCD TV?", "How is an LCD TV different from an LED TV?"),
     ("Is Python slower compared to Java?", "Is Java slower compared to Python?"),
     ("What is 15% of 80?", "What's 15 percent of 80?"),
     ("What does 2>&1 mean in bash?", "In bash, what does 2>&1 mean?"),
