@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from edge.cache.contrast_negation import framed
 from shared.lexicon import (
     AXES,
     LIST_AXES,
@@ -267,7 +268,11 @@ def told_apart_by(cached: str, asked: str) -> str | None:
     "names": the asked question names something new; "questions": it asks more questions;
     "opposite": it asks for the opposite; "negation": one of the two is negated at its head.
     """
-    if new_names(cached, asked):
+    names = new_names(cached, asked)
+    # "I'm", "I've" read as names: an aside before the question about the asker ("Hey,
+    # I've always wondered: can you freeze cheese?") names nothing. Elsewhere they mostly
+    # add what the cached question lacks ("... if I'm flying internationally").
+    if names and not (framed(cached, asked) and all(n.startswith("i'") for n in names)):
         return "names"
     if extra_questions(cached, asked):
         return "questions"

@@ -242,6 +242,21 @@ def test_an_aside_keeps_the_question() -> None:
     assert hp.preamble("NASA or ESA: who landed first?", rng()) is None
 
 
+def test_a_circumstance_moves_or_is_said_first_as_a_premise() -> None:
+    clause = hp.POSITIVE_RULES["clause"]
+    moved = "If I freeze bread, how long does it keep?"
+    assert clause(moved, rng()) == "How long does it keep if I freeze bread?"
+    assert clause("How long does it keep if I freeze bread?", rng()) in {
+        "If I freeze bread, how long does it keep?",
+        "I freeze bread, how long does it keep?",
+    }
+    said = {clause("Can I eat sushi if I am pregnant?", random.Random(s)) for s in range(20)}
+    assert said == {"If I am pregnant, can I eat sushi?", "I am pregnant, can I eat sushi?"}
+    # "know if" is whether, not a condition; a statement has no question to move around.
+    assert clause("How do I know if she likes me?", rng()) is None
+    assert clause("I eat sushi if I am pregnant.", rng()) is None
+
+
 def test_no_pronoun_swap_where_my_thing_is_not_someone() -> None:
     assert hp.pronoun("How can I improve my general awareness?", rng()) is None
     assert hp.pronoun("How do I hide my friend list on Facebook?", rng()) is None

@@ -215,6 +215,15 @@ def test_an_asked_text_that_asks_more_questions_is_told_apart() -> None:
         assert told_apart_by(cached, asked) is None, asked
 
 
+def test_the_asker_in_an_aside_is_no_new_name() -> None:
+    # "I've" before the question is the asker; after it, what it adds is the asker's case.
+    assert (
+        told_apart_by("Can you freeze cheese?", "Hey, I've wondered: can you freeze cheese?")
+        is None
+    )
+    assert told_apart_by("Can I bring food?", "Can I bring food if I'm flying abroad?") == "names"
+
+
 def test_an_asked_question_for_the_opposite_is_told_apart() -> None:
     caffeine = "What are the {} effects, if any, of long-term caffeine consumption?"
     assert opposite_words(caffeine.format("positive"), caffeine.format("negative")) == {"negative"}
