@@ -242,19 +242,15 @@ def test_an_aside_keeps_the_question() -> None:
     assert hp.preamble("NASA or ESA: who landed first?", rng()) is None
 
 
-def test_a_circumstance_moves_or_is_said_first_as_a_premise() -> None:
-    clause = hp.POSITIVE_RULES["clause"]
-    moved = "If I freeze bread, how long does it keep?"
-    assert clause(moved, rng()) == "How long does it keep if I freeze bread?"
-    assert clause("How long does it keep if I freeze bread?", rng()) in {
-        "If I freeze bread, how long does it keep?",
-        "I freeze bread, how long does it keep?",
-    }
-    said = {clause("Can I eat sushi if I am pregnant?", random.Random(s)) for s in range(20)}
-    assert said == {"If I am pregnant, can I eat sushi?", "I am pregnant, can I eat sushi?"}
-    # "know if" is whether, not a condition; a statement has no question to move around.
-    assert clause("How do I know if she likes me?", rng()) is None
-    assert clause("I eat sushi if I am pregnant.", rng()) is None
+def test_the_askers_circumstance_is_said_first_as_a_premise() -> None:
+    premise = hp.POSITIVE_RULES["premise"]
+    expected = "I freeze bread, how long does it keep?"
+    assert premise("If I freeze bread, how long does it keep?", rng()) == expected
+    assert premise("How long does it keep if I freeze bread?", rng()) == expected
+    # Not a circumstance of someone else's, "know if" (whether), or a statement.
+    assert premise("How long does it keep if the bread is frozen?", rng()) is None
+    assert premise("How do I know if I like her?", rng()) is None
+    assert premise("I eat sushi if I am pregnant.", rng()) is None
 
 
 def test_no_pronoun_swap_where_my_thing_is_not_someone() -> None:

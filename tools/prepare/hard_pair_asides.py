@@ -1,4 +1,4 @@
-"""What people say around a question: the ``preamble`` and ``clause`` rules of
+"""What people say around a question: the ``preamble`` and ``premise`` rules of
 ``hard_pairs`` (pure).
 
 An opener or an aside asks nothing ("Hi, quick question: ...", "my kid asked me this and I
@@ -9,9 +9,9 @@ tight budget: what is the best way to learn a language?" asks what the question 
 next to them the models refused more true rewordings of every kind (docs/cache.md). Added
 conditions stay the trailing ``condition`` rule's and the corpus's ``scope``.
 
-A circumstance may come before or after the question, or be said first as a premise ("If
-I freeze bread, how long does it keep?" / "How long does bread keep if I freeze it?" / "I
-froze bread, how long does it keep?"): ``clause`` moves it (label 1).
+The asker's circumstance may be said first as a premise instead of as a condition ("Will my
+insurance go up if I got a ticket?" / "I got a ticket, will my insurance go up?"):
+``premise`` says it so (label 1).
 """
 
 from __future__ import annotations
@@ -56,32 +56,26 @@ def preamble(text: str, rng: random.Random) -> str | None:
 
 
 _QUESTION = r"(?:how|what|why|where|which|who|is|are|can|could|should|do|does|did|will|would)\b"
-_SUBORDINATOR = r"(if|when|while|since|because|after|before)"
-_LEADING_CLAUSE = re.compile(
-    rf"^{_SUBORDINATOR} ([^?,.;:]{{6,}}), ({_QUESTION}[^?,.;:]*)\?$", re.IGNORECASE
-)
-_TRAILING_CLAUSE = re.compile(
-    rf"^((?i:{_QUESTION})[^?,.;:]{{6,}}?) {_SUBORDINATOR} ([^?,.;:]{{6,}})\?$"
-)
 # "know if", "tell if": whether, not a condition.
 _WHETHER = frozenset("know tell check see wonder ask sure determine decide test find".split())
-# A premise says the circumstance as a statement of the asker's own case.
-_PREMISE_SUBJECTS = frozenset("i my we our".split())
+_ASKER = r"(?:I|my|we|our)\b"  # a premise is the asker's own case
+_LEADING_IF = re.compile(rf"^If ({_ASKER}[^?,.;:]{{4,}}), ({_QUESTION}[^?,.;:]*)\?$", re.IGNORECASE)
+_TRAILING_IF = re.compile(rf"^((?i:{_QUESTION})[^?,.;:]{{6,}}?) if ({_ASKER}[^?,.;:]{{4,}})\?$")
 
 
-def clause(text: str, rng: random.Random) -> str | None:
-    """The circumstance moved to the other side of the question, or said first as a premise
-    ("Can I eat sushi if I'm pregnant?" / "I'm pregnant, can I eat sushi?")."""
+def premise(text: str, rng: random.Random) -> str | None:
+    """The asker's circumstance said first, as a premise, not as a condition: "Can I eat
+    sushi if I'm pregnant?" / "I'm pregnant, can I eat sushi?". Only that: a circumstance
+    merely moved ("If I'm pregnant, can I eat sushi?") is the rewording step's, and as
+    generated pairs such moves taught the models that phrases may trade places (stop 58:
+    role swaps served)."""
     text = text.strip()
-    if m := _LEADING_CLAUSE.match(text):
-        sub, circumstance, question = m.groups()
-        return f"{question[0].upper()}{question[1:]} {sub.lower()} {circumstance}?"
-    m = _TRAILING_CLAUSE.match(text)
-    if m is None or m.group(1).split()[-1].lower() in _WHETHER:
+    if m := _LEADING_IF.match(text):
+        circumstance, question = m.groups()
+    elif (m := _TRAILING_IF.match(text)) and m[1].split()[-1].lower() not in _WHETHER:
+        question, circumstance = m.groups()
+    else:
         return None
-    question, sub, circumstance = m.groups()
     asked = question[0].lower() + question[1:] if question[:2] != "I " else question
-    premise = sub == "if" and circumstance.split()[0].lower() in _PREMISE_SUBJECTS
-    if premise and rng.random() < 0.5:
-        return f"{circumstance[0].upper()}{circumstance[1:]}, {asked}?"
-    return f"{sub.capitalize()} {circumstance}, {asked}?"
+    case = circumstance[0].upper() + circumstance[1:]
+    return f"{case}, {asked}?"

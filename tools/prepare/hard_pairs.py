@@ -18,10 +18,9 @@ question (cosine 0.98, one word apart). These rules rewrite one training questio
   phrasings, a trailing qualifier moved to the front, case and "please", a typo, a preamble
   or an aside ("Hi, quick question: ...", "my boss asked me this and I blanked: ..."), an
   abbreviation ("Kubernetes" / "k8s"), the two sides of a symmetric comparison swapped ("A
-  vs B" / "B vs A"), a circumstance moved or said first as a premise (``clause``: "If I
-  freeze bread, how long does it keep?" / "How long does bread keep if I freeze it?"), and
-  the passive voice ("Who wrote Hamlet?" / "By whom was Hamlet
-  written?", ``hard_pair_voice``).
+  vs B" / "B vs A"), the asker's circumstance said first as a premise (``premise``: "Can I
+  eat sushi if I'm pregnant?" / "I'm pregnant, can I eat sushi?"), and the passive voice
+  ("Who wrote Hamlet?" / "By whom was Hamlet written?", ``hard_pair_voice``).
 
 A rule that does not apply to a question yields nothing, so every pair really differs in
 its kind. Only training questions are rewritten (``pair_split``), and the contrast sets in
@@ -36,7 +35,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from shared.lexicon import AXES, SYNONYMS, axis_pairs
-from tools.prepare.hard_pair_asides import clause, preamble
+from tools.prepare.hard_pair_asides import preamble, premise
 from tools.prepare.hard_pair_corpus import WORD, Corpus, case_like, entity, scope, sibling
 from tools.prepare.hard_pair_roles import pronoun, role
 from tools.prepare.hard_pair_voice import voice
@@ -341,7 +340,7 @@ POSITIVE_RULES: dict[str, Rule] = {
     "surface": surface,
     "typo": typo,
     "preamble": preamble,
-    "clause": clause,
+    "premise": premise,
     "abbreviation": abbreviation,
     "symmetric": symmetric,
     "voice": voice,
