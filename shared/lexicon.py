@@ -238,6 +238,27 @@ def operators(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+# Comparisons in words or signs, each as its sign: "greater than or equal to 7" is ">= 7".
+_COMPARISONS = {
+    "greater than or equal to": ">=", "more than or equal to": ">=",
+    "less than or equal to": "<=", "at least": ">=", "at most": "<=", "no more than": "<=",
+    "no less than": ">=", "greater than": ">", "more than": ">", "less than": "<",
+    "fewer than": "<", "<=": "<=", ">=": ">=", "\u2264": "<=", "\u2265": ">=", "<": "<", ">": ">",
+}  # fmt: skip
+_COMPARISON = re.compile(
+    "|".join(
+        rf"\b{re.escape(p)}\b" if p[0].isalpha() else re.escape(p)
+        for p in sorted(_COMPARISONS, key=len, reverse=True)
+    )
+)
+
+
+def comparisons(text: str) -> list[str]:
+    """The comparisons a text makes, in order, as signs ("at least 3, less than 9": ">=",
+    "<")."""
+    return [_COMPARISONS[m.group()] for m in _COMPARISON.finditer(text.lower())]
+
+
 # Units, each with the ways it is written: the contrast check reads a change of unit, the
 # rewording step folds each spelling to its unit ("mg" / "milligrams").
 UNITS = {

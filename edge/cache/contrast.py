@@ -27,6 +27,7 @@ from shared.lexicon import (
     UNIT_OF,
     axis_pairs,
     axis_sides,
+    comparisons,
     contrast_words,
     operators,
 )
@@ -377,6 +378,9 @@ def contrast_by(cached: str, asked: str) -> str | None:
         na, nb = _numbers_in_order(cached), _numbers_in_order(asked)
         if na != nb and sorted(na) == sorted(nb):
             return "order"
+    # In words too: "greater than 7" / "greater than or equal to 7".
+    if (ca := comparisons(cached)) and (cb := comparisons(asked)) and ca != cb:
+        return "operator"
     if _numbers_differ(cached, asked):
         return "number"
     ua, ub = units(cached), units(asked)

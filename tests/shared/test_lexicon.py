@@ -13,6 +13,7 @@ from shared.lexicon import (
     axis_pairs,
     axis_sides,
     cased_words,
+    comparisons,
     plain_words,
 )
 from tools.prepare import hard_pairs
@@ -53,3 +54,9 @@ def test_words_are_read_one_way_with_or_without_their_case() -> None:
     assert all(text[i:].startswith(w) for i, w in cased_words(text))
     assert plain_words(text) == ("why", "does", "not", "java", "gc", "pause", "and", "can",
                                  "not", "go")  # fmt: skip
+
+
+def test_comparisons_in_words_read_as_their_signs() -> None:
+    assert comparisons("is x greater than or equal to 7") == [">="]
+    assert comparisons("at least 3 but less than 9, x > 1") == [">=", "<", ">"]
+    assert comparisons("the greatest thing") == []

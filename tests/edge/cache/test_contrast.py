@@ -82,6 +82,7 @@ condition | I got a ticket, will my rate go up? | Will my rate go up if I got a 
 condition | What is the best soil for potted ferns? | What is the best soil?
 negation | How do I update my phone? | How do I update my phone without wifi?
 negation | Why do cats purr? | I have no idea: why don't cats purr?
+operator | odds two dice sum greater than 7 | odds two dice sum greater than or equal to 7
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
 order | Can my boss fire me? | Can I fire my boss?
