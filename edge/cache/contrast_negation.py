@@ -53,9 +53,12 @@ def _content(words: Sequence[str]) -> list[str]:
     )
 
 
-def _reach(words: Sequence[str]) -> set[str]:
-    """The content words after the (one) negation, up to the end of its clause."""
+def _reach(words: Sequence[str]) -> set[str] | None:
+    """The content words after the (one) negation, up to the end of its clause; None when
+    no word follows it there ("roll no. 1": no negation)."""
     at = next(i for i, w in enumerate(words) if w in NEGATORS)
+    if at + 1 == len(words) or words[at + 1] in PUNCTUATION:
+        return None
     reach: set[str] = set()
     for i in range(at + 1, len(words)):
         w = words[i]
@@ -78,4 +81,6 @@ def negation_moved(cached: str, asked: str) -> bool:
     if _content(a) != _content(b):
         return False
     ra, rb = _reach(a), _reach(b)
-    return bool(ra) and bool(rb) and not ra & rb
+    # One may negate only function words: "... but I didn't get it" / "... never says
+    # delivered".
+    return ra is not None and rb is not None and bool(ra | rb) and not ra & rb

@@ -85,6 +85,7 @@ negation | Why do cats purr? | I have no idea: why don't cats purr?
 operator | odds two dice sum greater than 7 | odds two dice sum greater than or equal to 7
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
+negation | what if it says delivered but I didn't get it | what if it never says delivered
 order | Can my boss fire me? | Can I fire my boss?
 order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
