@@ -139,6 +139,8 @@ IRREGULAR_VERBS = {
 # "with no money" is "without any money"; "bread" / "bread without yeast". "non" is the
 # prefix of "non-toxic" (the words are split at the hyphen).
 NEGATORS = frozenset("not no never nobody nothing none neither nor noone without non".split())
+# Verbs after which "if" means whether ("know if", "find out if"), not a condition.
+WHETHER = frozenset("know tell find out check see wonder ask sure determine decide test".split())
 # Words that open or carry a question ("what", "can", "should").
 QUESTION_WORDS = frozenset(
     "what why how when where who whom whose which is are was were can could do does did "

@@ -25,6 +25,7 @@ from shared.lexicon import (
     ROLES,
     STOPWORDS,
     UNIT_OF,
+    WHETHER,
     axis_pairs,
     axis_sides,
     comparisons,
@@ -228,10 +229,9 @@ _CONDITIONS = frozenset(
 )
 
 
-_WHETHER = frozenset("know tell find out check see wonder ask sure determine decide test".split())
 # "Sorry if this is dumb, but ...": the asker's manners, not a condition on the answer.
 _MANNERS = frozenset("sorry apologies".split())
-_IF_NOT_A_CONDITION = _WHETHER | _MANNERS  # the word before "if"
+_IF_NOT_A_CONDITION = WHETHER | _MANNERS  # the word before "if"
 
 
 _WH = frozenset("what which how who where why".split())

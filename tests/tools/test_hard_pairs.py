@@ -250,6 +250,7 @@ def test_the_askers_circumstance_is_said_first_as_a_premise() -> None:
     # Not a circumstance of someone else's, "know if" (whether), or a statement.
     assert premise("How long does it keep if the bread is frozen?", rng()) is None
     assert premise("How do I know if I like her?", rng()) is None
+    assert premise("How can I find out if my phone is hacked?", rng()) is None
     assert premise("I eat sushi if I am pregnant.", rng()) is None
 
 

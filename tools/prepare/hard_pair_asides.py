@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import re
 
+from shared.lexicon import WHETHER
 from tools.prepare.hard_pair_words import (
     AFTERTHOUGHTS,
     ASIDE_JOINS,
@@ -56,8 +57,6 @@ def preamble(text: str, rng: random.Random) -> str | None:
 
 
 _QUESTION = r"(?:how|what|why|where|which|who|is|are|can|could|should|do|does|did|will|would)\b"
-# "know if", "tell if": whether, not a condition.
-_WHETHER = frozenset("know tell check see wonder ask sure determine decide test find".split())
 _ASKER = r"(?:I|my|we|our)\b"  # a premise is the asker's own case
 _LEADING_IF = re.compile(rf"^If ({_ASKER}[^?,.;:]{{4,}}), ({_QUESTION}[^?,.;:]*)\?$", re.IGNORECASE)
 _TRAILING_IF = re.compile(rf"^((?i:{_QUESTION})[^?,.;:]{{6,}}?) if ({_ASKER}[^?,.;:]{{4,}})\?$")
@@ -72,7 +71,7 @@ def premise(text: str, rng: random.Random) -> str | None:
     text = text.strip()
     if m := _LEADING_IF.match(text):
         circumstance, question = m.groups()
-    elif (m := _TRAILING_IF.match(text)) and m[1].split()[-1].lower() not in _WHETHER:
+    elif (m := _TRAILING_IF.match(text)) and m[1].split()[-1].lower() not in WHETHER:
         question, circumstance = m.groups()
     else:
         return None
