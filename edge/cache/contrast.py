@@ -13,13 +13,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from edge.cache.contrast_negation import framed, lemma, negation_moved, negations
+from edge.cache.contrast_negation import content_lemmas, framed, negation_moved, negations
 from edge.cache.contrast_roles import roles_traded
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
 from shared.lexicon import (
     AXES,
-    NEGATORS,
     PUNCTUATION,
     QUESTION_WORDS,
     ROLES,
@@ -266,7 +265,7 @@ def _asks(words: Sequence[str]) -> bool:
 
 
 _PREMISE_ENDS = frozenset(",;:.")
-_NOT_CONTENT = STOPWORDS | NEGATORS | PUNCTUATION | _CONDITIONS | {"when"}
+_CONDITION_WORDS = _CONDITIONS | {"when"}
 
 
 def premise_restated(cached: str, asked: str) -> bool:
@@ -278,11 +277,7 @@ def premise_restated(cached: str, asked: str) -> bool:
     cut = next((i for i, w in enumerate(plain) if w in _PREMISE_ENDS), None)
     if not plain or _asks(plain[:1]) or cut is None or not _asks(plain[cut + 1 : cut + 2]):
         return False
-    return _content(a) == _content(b)
-
-
-def _content(words: Sequence[str]) -> list[str]:
-    return sorted(lemma(w) for w in words if w not in _NOT_CONTENT)
+    return content_lemmas(a, _CONDITION_WORDS) == content_lemmas(b, _CONDITION_WORDS)
 
 
 # A goal flipped with no antonym word: one question asks how to keep something from

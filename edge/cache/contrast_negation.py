@@ -47,10 +47,12 @@ def lemma(word: str) -> str:
     return w[:-3] if len(w) > 5 and w.endswith("ing") else w
 
 
-def _content(words: Sequence[str]) -> list[str]:
-    return sorted(
-        lemma(w) for w in words if w not in STOPWORDS and w not in NEGATORS and w not in PUNCTUATION
-    )
+_FUNCTION = STOPWORDS | NEGATORS | PUNCTUATION
+
+
+def content_lemmas(words: Sequence[str], also: frozenset[str] = frozenset()) -> list[str]:
+    """The lemmas of the content words, sorted: neither function words nor ``also``."""
+    return sorted(lemma(w) for w in words if w not in _FUNCTION and w not in also)
 
 
 def _reach(words: Sequence[str]) -> set[str] | None:
@@ -65,7 +67,7 @@ def _reach(words: Sequence[str]) -> set[str] | None:
         opens = w in _SUBJECTS and words[i - 1] not in QUESTION_WORDS | NEGATORS
         if w in PUNCTUATION or w in _CLAUSE_OPENERS or opens:
             break
-        reach.update(_content((w,)))
+        reach.update(content_lemmas((w,)))
     return reach
 
 
@@ -78,7 +80,7 @@ def negation_moved(cached: str, asked: str) -> bool:
     a, b = contrast_words(cached), contrast_words(asked)
     if sum(w in NEGATORS for w in a) != 1 or sum(w in NEGATORS for w in b) != 1:
         return False
-    if _content(a) != _content(b):
+    if content_lemmas(a) != content_lemmas(b):
         return False
     ra, rb = _reach(a), _reach(b)
     # One may negate only function words: "... but I didn't get it" / "... never says
