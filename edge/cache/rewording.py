@@ -113,11 +113,12 @@ def _unread(text: str) -> list[str]:
     return sorted(c for c in text if ord(c) > 127 and c.isalnum())
 
 
-# Sentence punctuation and quotes (contractions) may differ; no other mark may. A "!" right
-# after a number, a bracket or a one-letter variable is a factorial ("5!", "5!!", "(n-1)!",
-# "n!"), not punctuation.
+# Sentence punctuation and quotes (contractions, a quoted word) may differ; no other mark
+# may. A "!" right after a number, a bracket or a one-letter variable is a factorial ("5!",
+# "5!!", "(n-1)!", "n!"), not punctuation. A quote against a digit makes a number a string
+# ("1 + 2 + \"3\"" is not "\"1\" + 2 + 3" in Java), so it stays a mark.
 _PROSE_MARKS = re.compile(
-    r"""(\b[A-Za-z]|[\d)\]])?([.,!?;:]+)(?=\s|$)|['"\u2018\u2019\u201c\u201d]"""
+    r"""(\b[A-Za-z]|[\d)\]])?([.,!?;:]+)(?=\s|$)|(?<!\d)['"\u2018\u2019\u201c\u201d](?!\d)"""
 )
 
 

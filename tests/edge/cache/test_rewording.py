@@ -3,6 +3,8 @@ nothing that changes what is asked passes for a rewording (pure, no models)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -61,6 +63,11 @@ DIFFERENT = [
     # a "!" after a number or a variable is a factorial, not an exclamation
     ("What is 6!! in math?", "What is 6! in math?"),
     ("Is n! bigger than 2^n?", "Is n bigger than 2^n?"),
+    # a quote against a digit makes the number a string (blind10)
+    (
+        'what does System.out.println(1 + 2 + "3") print in java',
+        'what does System.out.println("1" + 2 + 3) print in java',
+    ),
     # a block moved across a negation: it now negates another word (blind9)
     (
         "countries that are not in the EU but use the euro",
@@ -105,6 +112,7 @@ QUESTIONS = [
     "Can dogs eat grapes?",
     "What does 5! equal?",
     "Is (n-1)! divisible by n?",
+    'What does System.out.println(1 + 2 + "3") print in Java?',
 ]
 OPERATORS = "+-*/^=<>"
 AUXILIARIES = ("is", "does", "can", "should", "do")
@@ -121,9 +129,18 @@ def _noise(draw: st.DrawFn, text: str) -> str:
 
 
 def _change(draw: st.DrawFn, text: str) -> str | None:
-    """One change of meaning: an operator, a sign, a digit, a factorial or a negation; None
+    """One change of meaning: an operator, a sign, a digit, a factorial, a quoted number or a
+    negation; None
     if the drawn kind has nothing to act on in this question."""
-    kind = draw(st.sampled_from(["operator", "sign", "digit", "factorial", "negation"]))
+    kind = draw(st.sampled_from(["operator", "sign", "digit", "factorial", "quote", "negation"]))
+    if kind == "quote":  # a number quoted, or its quotes dropped: a string, not a number
+        if '"' in text:
+            return text.replace('"', "")
+        numbers = re.findall(r"\d+", text)
+        if not numbers:
+            return None
+        n = draw(st.sampled_from(numbers))
+        return text.replace(n, f'"{n}"', 1)
     if kind == "factorial":  # one more "!" after a number or bracket, or one fewer
         at = [i + 1 for i, c in enumerate(text) if c.isdigit() or c == ")"]
         if not at:
