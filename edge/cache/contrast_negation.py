@@ -40,13 +40,18 @@ def framed(cached: str, asked: str) -> bool:
 
 
 def lemma(word: str) -> str:
-    """A rough lemma: "orders", "ordered" and "ordering" are "order"."""
+    """A rough lemma: "orders", "ordered" and "ordering" are "order", "flushes" is
+    "flush"."""
+    if word.endswith(("shes", "ches", "xes", "sses", "zzes")):
+        return word[:-2]
     w = stem(word)
     if len(w) > 4 and w.endswith("ed"):
         return w[:-2]
     return w[:-3] if len(w) > 5 and w.endswith("ing") else w
 
 
+# Content words one side may have and the other not, where a negation moved.
+_OTHER_WORDS = 2
 _FUNCTION = STOPWORDS | NEGATORS | PUNCTUATION
 
 
@@ -55,34 +60,52 @@ def content_lemmas(words: Sequence[str], also: frozenset[str] = frozenset()) -> 
     return sorted(lemma(w) for w in words if w not in _FUNCTION and w not in also)
 
 
-def _reach(words: Sequence[str]) -> set[str] | None:
-    """The content words after the (one) negation, up to the end of its clause; None when
-    no word follows it there ("roll no. 1": no negation)."""
+def _clauses(words: Sequence[str]) -> list[int]:
+    """Each word's clause, counted from 0: a clause begins at punctuation, a clause opener
+    or a subject pronoun that opens one."""
+    clause, out = 0, []
+    for i, w in enumerate(words):
+        opens = w in _SUBJECTS and i > 0 and words[i - 1] not in QUESTION_WORDS | NEGATORS
+        clause += w in PUNCTUATION or w in _CLAUSE_OPENERS or opens
+        out.append(clause)
+    return out
+
+
+def _split(words: Sequence[str]) -> tuple[set[str], set[str]] | None:
+    """The content words after the (one) negation, up to the end of its clause (its
+    reach), and those of the other clauses; None when no word follows the negation there
+    ("roll no. 1": no negation)."""
     at = next(i for i, w in enumerate(words) if w in NEGATORS)
     if at + 1 == len(words) or words[at + 1] in PUNCTUATION:
         return None
-    reach: set[str] = set()
-    for i in range(at + 1, len(words)):
-        w = words[i]
-        opens = w in _SUBJECTS and words[i - 1] not in QUESTION_WORDS | NEGATORS
-        if w in PUNCTUATION or w in _CLAUSE_OPENERS or opens:
-            break
-        reach.update(content_lemmas((w,)))
-    return reach
+    clauses = _clauses(words)
+    reach = [w for i, w in enumerate(words) if i > at and clauses[i] == clauses[at]]
+    elsewhere = [w for i, w in enumerate(words) if clauses[i] != clauses[at]]
+    return set(content_lemmas(reach)), set(content_lemmas(elsewhere))
 
 
 def negation_moved(cached: str, asked: str) -> bool:
-    """The same words and one negation each, negating nothing in common: "a package I
-    didn't order" / "didn't get a package I ordered", "my car won't start but the lights
-    work" / "my car starts but the lights don't work". A negation that only moves within
-    what it negates ("why isn't my oven heating" / "why is my oven not heating") or with it
-    ("without a car, how do I ..." / "how do I ... without a car") is no contrast."""
+    """One negation each, and what one negates the other affirms, both ways, in nearly the
+    same words: "a package I didn't order" / "didn't get a package I ordered", "my toilet
+    flushes but doesn't refill" / "my toilet refills but doesn't flush properly". A negation
+    that only moves within what it negates ("why isn't my oven heating" / "why is my oven
+    not heating") or with it ("without a car, how do I ..." / "how do I ... without a car")
+    is no contrast, nor is the same clause in the other voice ("X is not specified in the
+    document" / "the document does not specify X")."""
     a, b = contrast_words(cached), contrast_words(asked)
     if sum(w in NEGATORS for w in a) != 1 or sum(w in NEGATORS for w in b) != 1:
         return False
-    if content_lemmas(a) != content_lemmas(b):
+    ca, cb = content_lemmas(a), content_lemmas(b)
+    if len(set(ca) ^ set(cb)) > _OTHER_WORDS:
         return False
-    ra, rb = _reach(a), _reach(b)
+    sa, sb = _split(a), _split(b)
+    if sa is None or sb is None:
+        return False
+    (ra, other_a), (rb, other_b) = sa, sb
     # One may negate only function words: "... but I didn't get it" / "... never says
     # delivered".
-    return ra is not None and rb is not None and bool(ra | rb) and not ra & rb
+    if not ra | rb or ra & rb:
+        return False
+    # The same words: negating nothing in common is enough. Otherwise each negates a word
+    # that the other affirms in another clause.
+    return ca == cb or bool(ra & other_b and rb & other_a)

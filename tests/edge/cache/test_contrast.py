@@ -86,6 +86,7 @@ operator | odds two dice sum greater than 7 | odds two dice sum greater than or 
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
 negation | what if it says delivered but I didn't get it | what if it never says delivered
+negation | my toilet flushes but doesn't refill | my toilet refills but doesn't flush properly
 order | Can my boss fire me? | Can I fire my boss?
 order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
@@ -145,6 +146,8 @@ NOT_CONTRASTS = [
     # a negation moved with what it negates, or within it
     ("Without a car, how do I get around LA?", "How do I get around LA without a car?"),
     ("Is it normal to have no friends?", "Is it normal not to have any friends?"),
+    # the same clause in the other voice: nothing negated is affirmed elsewhere
+    ("No, LOADIN is not available in version 2.1.", "Version 2.1 does not include LOADIN."),
     # A block added after the question that names nothing is no scope.
     ("Where can I park my bike?", "Where can I park my bike at?"),
     # Keeping something out, said two ways, is one goal.
