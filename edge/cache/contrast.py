@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from edge.cache.contrast_negation import content_lemmas, framed, negation_moved, negations
-from edge.cache.contrast_roles import roles_traded
+from edge.cache.contrast_roles import roles_traded, traded_in_a_clause
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
 from shared.lexicon import (
@@ -357,6 +357,8 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return how
     if roles_traded(cached, asked) or role_changed(cached, asked) is not None:
         return "order"
+    if (how := traded_in_a_clause(cached, asked)) is not None:
+        return how
     if opposed_words(cached, asked) is not None or prevention_flipped(cached, asked):
         return "antonym"
     if negations(cached) != negations(asked) and not framed(cached, asked):

@@ -10,6 +10,7 @@ given its object ("what is fire weak against" / "what is weak against fire"). Pa
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 
 from edge.cache.contrast_swaps import (
@@ -17,6 +18,7 @@ from edge.cache.contrast_swaps import (
     PRONOUNS,
     argument_words,
     content_word,
+    swapped,
     unstopped,
 )
 from shared.lexicon import (
@@ -33,6 +35,29 @@ def roles_traded(cached: str, asked: str) -> bool:
     question: voice, the asked-for role, or a preposition left at the end."""
     a, b = argument_words(cached), argument_words(asked)
     return voice_traded(a, b) or asked_traded(a, b) or stranded(a, b) or stranded(b, a)
+
+
+# Where a sentence's clauses part: a mark, or "and" / "but" between two of them.
+_CLAUSES = re.compile(r"[,;:?!]+|\.(?=\s|$)|\s(?:and|but)\s", re.IGNORECASE)
+
+
+def traded_in_a_clause(cached: str, asked: str) -> str | None:
+    """The kind, "order" or "direction", when one clause of several trades its roles,
+    clause by clause: "my sister owes me $2,000 and won't pay it back, can I take her to
+    small claims?" / "I owe my sister $2,000 and can't pay it back, can she take me to
+    small claims?". Read whole, the other clauses' words ("won't" / "can't") hide the
+    trade."""
+    pa = [p for p in (p.strip() for p in _CLAUSES.split(cached)) if p]
+    pb = [p for p in (p.strip() for p in _CLAUSES.split(asked)) if p]
+    if len(pa) < 2 or len(pa) != len(pb):
+        return None
+    for x, y in zip(pa, pb, strict=True):
+        if x.casefold() != y.casefold():
+            if (how := swapped(x, y)) is not None:
+                return how
+            if roles_traded(x, y):
+                return "order"
+    return None
 
 
 # A verb's forms, read back to it: the passive's participle, and the active's own forms.

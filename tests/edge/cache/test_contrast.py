@@ -97,6 +97,7 @@ order | who hired the new coach | who did the new coach hire
 order | If I damage my roommate's TV, am I covered? | If my roommate damages my TV, am I covered?
 order | What feeds on aphids? | What do aphids feed on?
 order | as a chef how do I work with a picky waiter | as a waiter how do I work with a picky chef
+order | my sis owes me $9 and won't pay, can I sue her | I owe my sis $9 and can't pay, can she sue
 order | Can horses eat pig feed? | Can pigs eat horse feed?
 order | How do I tell my sister's boss I quit? | How do I tell my boss's sister I quit?
 order | what if my neighbour's cat scratched me | what if my cat scratched my neighbour
@@ -146,6 +147,8 @@ NOT_CONTRASTS = [
     # a negation moved with what it negates, or within it
     ("Without a car, how do I get around LA?", "How do I get around LA without a car?"),
     ("Is it normal to have no friends?", "Is it normal not to have any friends?"),
+    # clauses read one by one: the same clauses, "and" read either way
+    ("I have a cough and a fever, what do I take?", "I have a fever and a cough, what do I take?"),
     # the same clause in the other voice: nothing negated is affirmed elsewhere
     ("No, LOADIN is not available in version 2.1.", "Version 2.1 does not include LOADIN."),
     # A block added after the question that names nothing is no scope.
