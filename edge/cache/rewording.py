@@ -49,7 +49,7 @@ _GENERIC = frozenset(("i", "you", "one", "we"))
 # A block may move only when it is a qualifier: it starts with one of these (or an adverb).
 _MOVABLE = frozenset(
     "in on at for from to with without by during when while if before after since until "
-    "using via under over inside within".split()
+    "using via under over inside within once unless whenever".split()
 )
 # "C++" and "C#" are not "C" (the word pattern drops the signs).
 _LANGUAGE_NAMES = re.compile(r"\b([A-Za-z])(\+\+|#)")

@@ -31,6 +31,7 @@ SAME = [
     # A unit however it is written (shared.lexicon.UNITS).
     ("How many milligrams of caffeine in a Red Bull?", "how many mg of caffeine in a red bull"),
     ("How many ounces in a pound?", "how many oz in a lb"),
+    ("Once opened, how long does jam keep?", "How long does jam keep once opened?"),
     # A negation moved with what it negates.
     ("How do I not get sunburned in summer?", "In summer, how do I not get sunburned?"),
 ]
