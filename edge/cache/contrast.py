@@ -13,7 +13,13 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from edge.cache.contrast_negation import content_lemmas, framed, negation_moved, negations
+from edge.cache.contrast_negation import (
+    asks_the_same,
+    content_lemmas,
+    framed,
+    negation_moved,
+    negations,
+)
 from edge.cache.contrast_roles import roles_traded, traded_in_a_clause
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
@@ -361,8 +367,9 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return how
     if opposed_words(cached, asked) is not None or prevention_flipped(cached, asked):
         return "antonym"
-    if negations(cached) != negations(asked) and not framed(cached, asked):
-        return "negation"
+    if negations(cached) != negations(asked):
+        if not framed(cached, asked) and not asks_the_same(cached, asked):
+            return "negation"
     if negation_moved(cached, asked):
         return "negation"
     # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).

@@ -22,6 +22,34 @@ def negations(text: str) -> int:
     return sum(w in NEGATORS for w in contrast_words(text))
 
 
+# A tag after a statement asks what the plain question does ("it's fine to leave butter
+# out, isn't it?" / "is it fine to leave butter out?"). A question opened by a negated
+# auxiliary is left to the models: "should I refrigerate tomatoes?" / "shouldn't I ...?" is
+# labelled different in the dev set.
+_AUXILIARIES = frozenset(
+    "is are was were does do did can could will would should has have had must".split()
+)
+_TAGGED = frozenset("i you we they he she it there".split())
+
+
+def _untagged(words: Sequence[str]) -> list[str]:
+    """The words without a tag at the end (", isn't it?")."""
+    out = list(words)
+    while out and out[-1] in PUNCTUATION:
+        out.pop()
+    if len(out) > 4 and out[-4] == "," and out[-3] in _AUXILIARIES and out[-2] == "not":
+        if out[-1] in _TAGGED:
+            del out[-4:]
+    return out
+
+
+def asks_the_same(cached: str, asked: str) -> bool:
+    """The two differ in negations only by a tag: "it's fine to ..., isn't it?" / "is it
+    fine to ...?"."""
+    a, b = _untagged(contrast_words(cached)), _untagged(contrast_words(asked))
+    return sum(w in NEGATORS for w in a) == sum(w in NEGATORS for w in b)
+
+
 def framed(cached: str, asked: str) -> bool:
     """Is one question the other, word for word, after an aside set off before it ("my kid
     asked and I had no idea: why do cats purr" / "why do cats purr")? A negation in the

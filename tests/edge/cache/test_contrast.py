@@ -149,6 +149,8 @@ NOT_CONTRASTS = [
     ("Is it normal to have no friends?", "Is it normal not to have any friends?"),
     # clauses read one by one: the same clauses, "and" read either way
     ("I have a cough and a fever, what do I take?", "I have a fever and a cough, what do I take?"),
+    # a tag question asks what the plain question does
+    ("It's fine to leave rice out overnight, isn't it?", "Is it fine to leave rice out overnight?"),
     # the same clause in the other voice: nothing negated is affirmed elsewhere
     ("No, LOADIN is not available in version 2.1.", "Version 2.1 does not include LOADIN."),
     # A block added after the question that names nothing is no scope.
