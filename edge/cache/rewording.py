@@ -45,6 +45,7 @@ _FILLER = frozenset("a an the please pls plz kindly just really actually is are 
 _AUXILIARY = frozenset(("do", "does", "did"))
 # "How can I", "how could you", "how do you": the generic "how do I" (who asks is the same).
 _HOW_DO = frozenset(("do", "can", "could"))
+_HOW_TO = _HOW_DO | {"to"}
 _GENERIC = frozenset(("i", "you", "one", "we"))
 # A block may move only when it is a qualifier: it starts with one of these (or an adverb).
 _MOVABLE = frozenset(
@@ -70,7 +71,8 @@ def canonical(text: str) -> list[str]:
     out = []
     for i, (w, last) in enumerate(kept):
         generic = i >= 2 and words[i - 2] == "how" and words[i - 1] in _HOW_DO
-        if w in _FILLER or (w in _HOW_DO and i >= 1 and words[i - 1] == "how"):
+        # "how to" asks what "how do I" does.
+        if w in _FILLER or (w in _HOW_TO and i >= 1 and words[i - 1] == "how"):
             continue
         if w in _AUXILIARY and not last:
             continue

@@ -17,6 +17,7 @@ SAME = [
     ("How do I fix a leaking faucet?", "How do I repair a leaking faucet?"),
     ("How can I buy Bitcoin safely?", "How do I purchase bitcoin safely?"),
     ("How do you make cold brew coffee?", "How can I make cold brew coffee?"),
+    ("How to get into IIT Bombay?", "How do I get into IIT Bombay?"),
     ("In Python, how do I read a file by line?", "How do I read a file by line in Python?"),
     ("Do I need a visa when traveling to Japan?", "When traveling to Japan, do I need a visa?"),
     ("Can I eat sushi if I'm pregnant?", "If I am pregnant, can I eat sushi?"),
