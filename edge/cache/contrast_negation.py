@@ -3,8 +3,10 @@ negates something else (pure). Part of ``contrast.contrast_by``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from edge.cache.rewording import canonical
 from shared.lexicon import NEGATORS, PUNCTUATION, QUESTION_WORDS, STOPWORDS, contrast_words, stem
 
 # Where a negation's reach ends: a clause begins ("... not in the EU | but use the euro").
@@ -50,21 +52,21 @@ def asks_the_same(cached: str, asked: str) -> bool:
     return sum(w in NEGATORS for w in a) == sum(w in NEGATORS for w in b)
 
 
+# Where an aside before the question ends: a mark, a spaced dash, or "but".
+_ASIDE_ENDS = re.compile(r"[.,;:?!]+\s+|\s[-\u2013\u2014]+\s+|\bbut\s+", re.IGNORECASE)
+
+
 def framed(cached: str, asked: str) -> bool:
-    """Is one question the other, word for word, after an aside set off before it ("my kid
-    asked and I had no idea: why do cats purr" / "why do cats purr")? A negation in the
-    aside belongs to it, not to the question both ask; whether the aside changes what is
-    asked is for the condition check and the models. Words added after the question ("...
-    without yeast") are no aside: they narrow it."""
-    a, b = contrast_words(cached), contrast_words(asked)
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    short = tuple(w for w in short if w not in PUNCTUATION)
-    words = [(i, w) for i, w in enumerate(long) if w not in PUNCTUATION]
-    n = len(short)
-    if not n or len(words) <= n or tuple(w for _, w in words[-n:]) != short:
+    """Is one question the other, reworded at most (``rewording.canonical``), after an
+    aside set off before it ("my kid asked and I had no idea - why do cats purr" / "why do
+    cats purr")? A negation in the aside belongs to it, not to the question both ask;
+    whether the aside changes what is asked is for the condition check and the models.
+    Words added after the question ("... without yeast") are no aside: they narrow it."""
+    short, long = sorted((cached, asked), key=lambda t: len(contrast_words(t)))
+    question = canonical(short)
+    if not question or len(contrast_words(long)) == len(contrast_words(short)):
         return False
-    start = words[-n][0]
-    return long[start - 1] in PUNCTUATION or long[start - 1] == "but"
+    return any(canonical(long[m.end() :]) == question for m in _ASIDE_ENDS.finditer(long))
 
 
 def lemma(word: str) -> str:

@@ -190,6 +190,7 @@ NOT_CONTRASTS = [
     # a negation in an aside before the question is the aside's, not the question's
     ("How deep is the ocean?", "my nephew asked me and I don't know: how deep is the ocean"),
     ("Why is snow white?", "not sure you can help with this, but why is snow white?"),
+    ("How do I mute a tab?", "I can't find it anywhere - how to mute a tab?"),
     # both ask for what is done to the same thing; a bare word after "what" is no verb
     ("What do owls eat?", "What does an owl eat?"),
     ("What language do you think is the hardest?", "What do you think is the hardest language?"),
