@@ -240,6 +240,22 @@ def operators(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+_GROUP = re.compile(r"\(([^()]*)\)")
+
+
+def grouped(text: str) -> tuple[tuple[str, ...], ...]:
+    """The operators inside each bracketed group of a formula, in order ("(*p)++": ("*",);
+    "a && (b || c)": ("||",)). A group counts when an operator is in it or next to it; one
+    of words only ("2+2 (in binary)") is prose."""
+    found = []
+    for m in _GROUP.finditer(text):
+        inside = operators(m.group(1))
+        before, after = text[: m.start()].rstrip()[-1:], text[m.end() :].lstrip()[:1]
+        if inside or _OPERATOR.match(before) or _OPERATOR.match(after):
+            found.append(inside)
+    return tuple(found)
+
+
 # Comparisons in words or signs, each as its sign: "greater than or equal to 7" is ">= 7".
 _COMPARISONS = {
     "greater than or equal to": ">=", "more than or equal to": ">=",

@@ -35,6 +35,7 @@ from shared.lexicon import (
     axis_sides,
     comparisons,
     contrast_words,
+    grouped,
     operators,
 )
 
@@ -374,7 +375,7 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return "negation"
     # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
     if (oa := operators(cached)) and (ob := operators(asked)):
-        if oa != ob:
+        if oa != ob or grouped(cached) != grouped(asked):  # "(*p)++" / "*p++"
             return "operator"
         # The same signs and numbers, the numbers in another order: "2>&1" / "1>&2", "y = 3x +
         # 2" / "y = 2x + 3" (dev-set pairs the models served; "2 + 3" / "3 + 2" is refused

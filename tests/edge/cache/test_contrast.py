@@ -83,6 +83,8 @@ condition | What is the best soil for potted ferns? | What is the best soil?
 negation | How do I update my phone? | How do I update my phone without wifi?
 negation | Why do cats purr? | I have no idea: why don't cats purr?
 operator | odds two dice sum greater than 7 | odds two dice sum greater than or equal to 7
+operator | what does *p++ do in C | what does (*p)++ do in C
+operator | what's 2 + 3 * 4 | what's (2 + 3) * 4
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
 negation | what if it says delivered but I didn't get it | what if it never says delivered
@@ -149,6 +151,8 @@ NOT_CONTRASTS = [
     ("Is it normal to have no friends?", "Is it normal not to have any friends?"),
     # clauses read one by one: the same clauses, "and" read either way
     ("I have a cough and a fever, what do I take?", "I have a fever and a cough, what do I take?"),
+    # brackets of words only are prose, not a formula's grouping
+    ("What is 2+2 (in binary)?", "What is 2+2 in binary?"),
     # a tag question asks what the plain question does
     ("It's fine to leave rice out overnight, isn't it?", "Is it fine to leave rice out overnight?"),
     # the same clause in the other voice: nothing negated is affirmed elsewhere
