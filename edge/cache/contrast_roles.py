@@ -39,14 +39,23 @@ def roles_traded(cached: str, asked: str) -> bool:
 
 # Where a sentence's clauses part: a mark, or "and" / "but" between two of them.
 _CLAUSES = re.compile(r"[,;:?!]+|\.(?=\s|$)|\s(?:and|but)\s", re.IGNORECASE)
+_ASIDE = re.compile(r",[^,.;:?!]*,")
 
 
 def traded_in_a_clause(cached: str, asked: str) -> str | None:
-    """The kind, "order" or "direction", when one clause of several trades its roles,
-    clause by clause: "my sister owes me $2,000 and won't pay it back, can I take her to
-    small claims?" / "I owe my sister $2,000 and can't pay it back, can she take me to
-    small claims?". Read whole, the other clauses' words ("won't" / "can't") hide the
-    trade."""
+    """The kind, "order" or "direction", when the questions trade roles once their asides
+    are set aside, or in one clause of several, clause by clause: "my sister owes me $2,000
+    and won't pay it back, can I take her to small claims?" / "I owe my sister $2,000 and
+    can't pay it back, can she take me to small claims?". Read whole, the other clauses'
+    words ("won't" / "can't") hide the trade."""
+    # An aside set off by commas is no part of who does what: "can my son, who is a US
+    # citizen, sponsor me" / "can I, as a US citizen, sponsor my son".
+    a, b = _ASIDE.sub(" ", cached), _ASIDE.sub(" ", asked)
+    if (a, b) != (cached, asked):
+        if (how := swapped(a, b)) is not None:
+            return how
+        if roles_traded(a, b):
+            return "order"
     pa = [p for p in (p.strip() for p in _CLAUSES.split(cached)) if p]
     pb = [p for p in (p.strip() for p in _CLAUSES.split(asked)) if p]
     if len(pa) < 2 or len(pa) != len(pb):

@@ -100,6 +100,7 @@ order | If I damage my roommate's TV, am I covered? | If my roommate damages my 
 order | What feeds on aphids? | What do aphids feed on?
 order | as a chef how do I work with a picky waiter | as a waiter how do I work with a picky chef
 order | my sis owes me $9 and won't pay, can I sue her | I owe my sis $9 and can't pay, can she sue
+order | Can my son, who is 30, sponsor me for a visa? | Can I, at 30, sponsor my son for a visa?
 order | Can horses eat pig feed? | Can pigs eat horse feed?
 order | How do I tell my sister's boss I quit? | How do I tell my boss's sister I quit?
 order | what if my neighbour's cat scratched me | what if my cat scratched my neighbour
