@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from edge.cache.contrast_formula import LEADING_NUMBER, formula_changed
 from edge.cache.contrast_negation import (
     asks_the_same,
     content_lemmas,
@@ -33,10 +34,7 @@ from shared.lexicon import (
     WHETHER,
     axis_pairs,
     axis_sides,
-    comparisons,
     contrast_words,
-    grouped,
-    operators,
 )
 
 # Two sides of a polarity axis (``shared.lexicon.AXES``): a word on one side in one question
@@ -152,9 +150,6 @@ _NUMBER_WORDS |= {"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", 
                   "2nd": "2nd", "1st": "1st", "3rd": "3rd"}  # fmt: skip
 
 
-_LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # "3x" is 3, "2.5kg" is 2.5
-
-
 def numbers(text: str) -> Counter[str]:
     """Numbers and number words, normalised ("five" is "5", "1,000" is "1000", "3.0" is "3")."""
     found: Counter[str] = Counter()
@@ -162,7 +157,7 @@ def numbers(text: str) -> Counter[str]:
     for i, w in enumerate(words):
         if w in _NUMBER_WORDS:
             found[_NUMBER_WORDS[w]] += 1
-        elif m := _LEADING_NUMBER.match(w):
+        elif m := LEADING_NUMBER.match(w):
             n = m.group()
             n = n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"
             found[n + _half_day(w[m.end() :], words[i + 1 : i + 3])] += 1
@@ -178,11 +173,6 @@ def _half_day(suffix: str, following: Sequence[str]) -> str:
     if not suffix and tuple(following) in (("a", "m"), ("p", "m")):
         return following[0] + "m"
     return ""
-
-
-def _numbers_in_order(text: str) -> list[str]:
-    """The numbers as they come, a coefficient as its number: "y = 3x + 2" is 3, 2."""
-    return [m.group() for w in contrast_words(text) if (m := _LEADING_NUMBER.match(w))]
 
 
 def _numbers_differ(cached: str, asked: str) -> bool:
@@ -373,19 +363,8 @@ def contrast_by(cached: str, asked: str) -> str | None:
             return "negation"
     if negation_moved(cached, asked):
         return "negation"
-    # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
-    if (oa := operators(cached)) and (ob := operators(asked)):
-        if oa != ob or grouped(cached) != grouped(asked):  # "(*p)++" / "*p++"
-            return "operator"
-        # The same signs and numbers, the numbers in another order: "2>&1" / "1>&2", "y = 3x +
-        # 2" / "y = 2x + 3" (dev-set pairs the models served; "2 + 3" / "3 + 2" is refused
-        # too, the safe side).
-        na, nb = _numbers_in_order(cached), _numbers_in_order(asked)
-        if na != nb and sorted(na) == sorted(nb):
-            return "order"
-    # In words too: "greater than 7" / "greater than or equal to 7".
-    if (ca := comparisons(cached)) and (cb := comparisons(asked)) and ca != cb:
-        return "operator"
+    if (how := formula_changed(cached, asked)) is not None:
+        return how
     if _numbers_differ(cached, asked):
         return "number"
     ua, ub = units(cached), units(asked)

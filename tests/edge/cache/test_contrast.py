@@ -85,6 +85,7 @@ negation | Why do cats purr? | I have no idea: why don't cats purr?
 operator | odds two dice sum greater than 7 | odds two dice sum greater than or equal to 7
 operator | what does *p++ do in C | what does (*p)++ do in C
 operator | what's 2 + 3 * 4 | what's (2 + 3) * 4
+operator | formula for P(A and B) | formula for P(A or B)
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
 negation | what if it says delivered but I didn't get it | what if it never says delivered
@@ -154,6 +155,8 @@ NOT_CONTRASTS = [
     ("I have a cough and a fever, what do I take?", "I have a fever and a cough, what do I take?"),
     # brackets of words only are prose, not a formula's grouping
     ("What is 2+2 (in binary)?", "What is 2+2 in binary?"),
+    # "and" for "or" in prose may ask the same; in a formula it does not
+    ("What do you like or dislike about it?", "What do you like and dislike about it?"),
     # a tag question asks what the plain question does
     ("It's fine to leave rice out overnight, isn't it?", "Is it fine to leave rice out overnight?"),
     # the same clause in the other voice: nothing negated is affirmed elsewhere

@@ -1,0 +1,47 @@
+"""Contrast in formulas and code: another operator, grouping, order of numbers, or
+comparison (pure). Part of ``contrast.contrast_by``."""
+
+from __future__ import annotations
+
+import re
+
+from shared.lexicon import comparisons, contrast_words, grouped, operators
+
+LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # "3x" is 3, "2.5kg" is 2.5
+_FORMULA_MARKS = re.compile(r"[()<>=`\[\]]")
+
+
+def numbers_in_order(text: str) -> list[str]:
+    """The numbers as they come, a coefficient as its number: "y = 3x + 2" is 3, 2."""
+    return [m.group() for w in contrast_words(text) if (m := LEADING_NUMBER.match(w))]
+
+
+def logic_flipped(cached: str, asked: str) -> bool:
+    """In a formula or code, "and" for "or", the one word that differs: "P(A and B)" /
+    "P(A or B)", "`a and b`" / "`a or b`". In prose "like and dislike" / "like or dislike"
+    may ask the same."""
+    if not (_FORMULA_MARKS.search(cached) or _FORMULA_MARKS.search(asked)):
+        return False
+    a, b = contrast_words(cached), contrast_words(asked)
+    differ = {(x, y) for x, y in zip(a, b, strict=False) if x != y}
+    return len(a) == len(b) and differ in ({("and", "or")}, {("or", "and")})
+
+
+def formula_changed(cached: str, asked: str) -> str | None:
+    """ "operator" or "order" where the two write another formula, else None."""
+    # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
+    if (oa := operators(cached)) and (ob := operators(asked)):
+        if oa != ob or grouped(cached) != grouped(asked):  # "(*p)++" / "*p++"
+            return "operator"
+        # The same signs and numbers, the numbers in another order: "2>&1" / "1>&2", "y = 3x
+        # + 2" / "y = 2x + 3" (dev-set pairs the models served; "2 + 3" / "3 + 2" is refused
+        # too, the safe side).
+        na, nb = numbers_in_order(cached), numbers_in_order(asked)
+        if na != nb and sorted(na) == sorted(nb):
+            return "order"
+    # In words too: "greater than 7" / "greater than or equal to 7".
+    if (ca := comparisons(cached)) and (cb := comparisons(asked)) and ca != cb:
+        return "operator"
+    if logic_flipped(cached, asked):
+        return "operator"
+    return None
