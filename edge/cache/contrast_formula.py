@@ -3,6 +3,7 @@ comparison (pure). Part of ``contrast.contrast_by``."""
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from shared.lexicon import comparisons, contrast_words, grouped, operators
@@ -27,6 +28,33 @@ def logic_flipped(cached: str, asked: str) -> bool:
     return len(a) == len(b) and differ in ({("and", "or")}, {("or", "and")})
 
 
+_TOKENS = re.compile(r"\w+|[^\w\s]+")
+# The words an operator is read as: "&" for "and" or "+" for "plus" is the same formula.
+_READ_AS = {
+    "&": {"and"}, "&&": {"and"}, "||": {"or"}, "+": {"plus", "and"}, "-": {"minus", "to"},
+    "*": {"times"}, "/": {"over", "divided", "per", "or"}, "=": {"equals", "equal"},
+    "==": {"equals", "equal"}, "!=": {"not"},
+}  # fmt: skip
+
+
+def operator_for_word(cached: str, asked: str) -> bool:
+    """One operator written where the other has a word that is not its reading, the rest
+    the same: "NULL = NULL" / "NULL IS NULL" in SQL, "`x == None`" / "`x is None`", "10 / 3" /
+    "10 mod 3". "2x = 10" / "2x is 10" is refused too, the safe side."""
+    if len(operators(cached)) == len(operators(asked)):
+        return False
+    a, b = _TOKENS.findall(cached.lower()), _TOKENS.findall(asked.lower())
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(changes) != 1 or changes[0][0] != "replace":
+        return False
+    _, i1, i2, j1, j2 = changes[0]
+    if i2 - i1 != 1 or j2 - j1 != 1:
+        return False
+    sign, word = (a[i1], b[j1]) if operators(a[i1]) else (b[j1], a[i1])
+    return bool(operators(sign)) and word.isalpha() and word not in _READ_AS.get(sign, ())
+
+
 def formula_changed(cached: str, asked: str) -> str | None:
     """ "operator" or "order" where the two write another formula, else None."""
     # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
@@ -42,6 +70,6 @@ def formula_changed(cached: str, asked: str) -> str | None:
     # In words too: "greater than 7" / "greater than or equal to 7".
     if (ca := comparisons(cached)) and (cb := comparisons(asked)) and ca != cb:
         return "operator"
-    if logic_flipped(cached, asked):
+    if logic_flipped(cached, asked) or operator_for_word(cached, asked):
         return "operator"
     return None

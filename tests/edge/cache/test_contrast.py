@@ -86,6 +86,7 @@ operator | odds two dice sum greater than 7 | odds two dice sum greater than or 
 operator | what does *p++ do in C | what does (*p)++ do in C
 operator | what's 2 + 3 * 4 | what's (2 + 3) * 4
 operator | formula for P(A and B) | formula for P(A or B)
+operator | in SQL, does WHERE x = NULL match | in SQL, does WHERE x IS NULL match
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
 negation | what if it says delivered but I didn't get it | what if it never says delivered
@@ -157,6 +158,7 @@ NOT_CONTRASTS = [
     ("What is 2+2 (in binary)?", "What is 2+2 in binary?"),
     # "and" for "or" in prose may ask the same; in a formula it does not
     ("What do you like or dislike about it?", "What do you like and dislike about it?"),
+    ("What are the pros & cons of renting?", "What are the pros and cons of renting?"),
     # a tag question asks what the plain question does
     ("It's fine to leave rice out overnight, isn't it?", "Is it fine to leave rice out overnight?"),
     # the same clause in the other voice: nothing negated is affirmed elsewhere
