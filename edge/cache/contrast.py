@@ -313,6 +313,10 @@ _SCOPE_HEADS = frozenset(
 )
 
 
+# "so" opens a purpose, not "so far": "store fresh basil so it lasts longer than a month".
+_PURPOSE_SUBJECTS = frozenset("that it they i we you he she my your our their".split())
+
+
 def added_scope(cached: str, asked: str) -> bool:
     """Whether one question is the other with a block after it that opens with a
     preposition and names something ("... for beginners", "... in my car"; not "... for
@@ -322,6 +326,8 @@ def added_scope(cached: str, asked: str) -> bool:
     if not short or len(long) == len(short) or long[: len(short)] != short:
         return False
     block = long[len(short) :]
+    if block[0] == "so" and len(block) > 1 and block[1] in _PURPOSE_SUBJECTS:
+        return any(w not in STOPWORDS for w in block[2:])  # "... so it lasts a month"
     return block[0] in _SCOPE_HEADS and any(w not in STOPWORDS for w in block[1:])
 
 

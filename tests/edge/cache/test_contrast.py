@@ -77,6 +77,7 @@ condition | How do I reset my router? | How do I reset my router if I forgot the
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
 condition | Can I drink coffee? | Can I drink coffee while breastfeeding?
+condition | How do I store basil? | How do I store basil so it keeps for a month?
 condition | How do I repot a cactus? | How do I repot a cactus in winter?
 condition | I got a ticket, will my rate go up? | Will my rate go up if I got a ticket drunk?
 condition | What is the best soil for potted ferns? | What is the best soil?
@@ -159,6 +160,7 @@ NOT_CONTRASTS = [
     # "and" for "or" in prose may ask the same; in a formula it does not
     ("What do you like or dislike about it?", "What do you like and dislike about it?"),
     ("What are the pros & cons of renting?", "What are the pros and cons of renting?"),
+    ("What was the best day of your life?", "What was the best day of your life so far?"),
     # a tag question asks what the plain question does
     ("It's fine to leave rice out overnight, isn't it?", "Is it fine to leave rice out overnight?"),
     # the same clause in the other voice: nothing negated is affirmed elsewhere
