@@ -229,11 +229,17 @@ def arguments(words: Sequence[str]) -> list[str]:
     return [w for w in folded if w not in _DETERMINERS]
 
 
+# A capital letter alone names something ("class A", "B's members", "S corp"), where
+# lower-cased "A" would read as the article and be dropped; "A" opening a sentence is the
+# article, and "I" the asker.
+_LETTER_NAME = re.compile(r"(?<![\w'])([B-HJ-Z])\b|(?<=[^\s.?!] )(A)\b")
+
+
 @functools.lru_cache(maxsize=4096)
 def argument_words(text: str) -> tuple[str, ...]:
     """``arguments`` of a question's ``contrast_words``, read once per text: the order
     checks here and in ``contrast_roles`` all start from them."""
-    return tuple(arguments(contrast_words(text)))
+    return tuple(arguments(contrast_words(_LETTER_NAME.sub(lambda m: m.group() + "_", text))))
 
 
 def _owners(words: Sequence[str]) -> list[str]:

@@ -103,6 +103,7 @@ order | If I damage my roommate's TV, am I covered? | If my roommate damages my 
 order | What feeds on aphids? | What do aphids feed on?
 order | as a chef how do I work with a picky waiter | as a waiter how do I work with a picky chef
 order | my sis owes me $9 and won't pay, can I sue her | I owe my sis $9 and can't pay, can she sue
+order | if A befriends B, can B read A's data? | if A befriends B, can A read B's data?
 order | Can my son, who is 30, sponsor me for a visa? | Can I, at 30, sponsor my son for a visa?
 order | Can horses eat pig feed? | Can pigs eat horse feed?
 order | How do I tell my sister's boss I quit? | How do I tell my boss's sister I quit?
@@ -161,6 +162,7 @@ NOT_CONTRASTS = [
     ("What do you like or dislike about it?", "What do you like and dislike about it?"),
     ("What are the pros & cons of renting?", "What are the pros and cons of renting?"),
     ("What was the best day of your life?", "What was the best day of your life so far?"),
+    ("LLC vs S corp for a freelancer", "S corp vs LLC for a freelancer"),
     # a tag question asks what the plain question does
     ("It's fine to leave rice out overnight, isn't it?", "Is it fine to leave rice out overnight?"),
     # the same clause in the other voice: nothing negated is affirmed elsewhere
