@@ -177,6 +177,11 @@ def swapped(cached: str, asked: str) -> str | None:
         return "order"
     if len(oa) == len(ob) and (rooted := _rooted(oa, ob)) != ob and _traded(oa, rooted):
         return "order"
+    # The doer and whose thing it is traded, each side going on in its own words: "can a
+    # pharmacist override a doctor's prescription dosage" / "can a doctor override a
+    # pharmacist's dosage change".
+    if _traded_before_tail(aa, ab) or _traded_before_tail(oa, ob):
+        return "order"
     return None
 
 
@@ -289,6 +294,30 @@ def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
         and not (len(mid) <= _SHORT_MIDDLE and _symmetric(mid))
         for one, mid, two in _trades(a, b)
     )
+
+
+_PHRASE = 3  # words a traded phrase, or the verb between two, may have
+
+
+def _traded_before_tail(a: Sequence[str], b: Sequence[str]) -> bool:
+    """After the same start, ``a`` goes on "ONE VERB TWO ..." and ``b`` "TWO VERB ONE ...",
+    whatever follows: two phrases of at most three words trade places across the same
+    verb, which holds a content word and is not symmetric ("and", "vs", "with")."""
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    ra, rb = list(a[p:]), list(b[p:])
+    for k in range(1, _PHRASE + 1):
+        for m in range(1, _PHRASE + 1):
+            for n in range(1, _PHRASE + 1):
+                one, mid, two = ra[:k], ra[k : k + m], ra[k + m : k + m + n]
+                if len(two) < n or rb[: n + m + k] != two + mid + one:
+                    continue
+                if set(mid) & PUNCTUATION or _symmetric(mid):
+                    continue
+                if _argument(one) and _argument(two) and any(content_word(w) for w in mid):
+                    return True
+    return False
 
 
 _SHORT_MIDDLE = 3  # words: "with", "compared with", "is compatible with"

@@ -104,6 +104,7 @@ order | What feeds on aphids? | What do aphids feed on?
 order | as a chef how do I work with a picky waiter | as a waiter how do I work with a picky chef
 order | my sis owes me $9 and won't pay, can I sue her | I owe my sis $9 and can't pay, can she sue
 order | if A befriends B, can B read A's data? | if A befriends B, can A read B's data?
+order | can a nurse overrule a doctor's order | can a doctor overrule a nurse's decision
 order | Can my son, who is 30, sponsor me for a visa? | Can I, at 30, sponsor my son for a visa?
 order | Can horses eat pig feed? | Can pigs eat horse feed?
 order | How do I tell my sister's boss I quit? | How do I tell my boss's sister I quit?
