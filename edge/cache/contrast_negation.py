@@ -111,7 +111,16 @@ def _split(words: Sequence[str]) -> tuple[set[str], set[str]] | None:
     clauses = _clauses(words)
     reach = [w for i, w in enumerate(words) if i > at and clauses[i] == clauses[at]]
     elsewhere = [w for i, w in enumerate(words) if clauses[i] != clauses[at]]
-    return set(content_lemmas(reach)), set(content_lemmas(elsewhere))
+    return _negatable(reach), _negatable(elsewhere)
+
+
+# "Get" is a function word elsewhere, but what a negation of it says is the point: "... says
+# delivered but I didn't get it" / "... says not delivered but I already got it".
+_GOT = {"get": "get", "got": "get", "gotten": "get"}
+
+
+def _negatable(words: Sequence[str]) -> set[str]:
+    return set(content_lemmas(words)) | {_GOT[w] for w in words if w in _GOT}
 
 
 def negation_moved(cached: str, asked: str) -> bool:

@@ -92,6 +92,7 @@ negation | What if I got a package I didn't order? | What if I didn't get a pack
 negation | my car won't start but the lights work | my car starts but the lights don't work
 negation | what if it says delivered but I didn't get it | what if it never says delivered
 negation | my toilet flushes but doesn't refill | my toilet refills but doesn't flush properly
+negation | it says shipped but I didn't get it | it says not shipped but I already got it
 order | Can my boss fire me? | Can I fire my boss?
 order | Can the deputy manager overrule the manager? | Can the manager overrule the deputy manager?
 order | Can a state court overturn a federal ruling? | Can a federal court overturn a state ruling?
