@@ -307,6 +307,10 @@ def _traded_before_tail(a: Sequence[str], b: Sequence[str]) -> bool:
     while p < min(len(a), len(b)) and a[p] == b[p]:
         p += 1
     ra, rb = list(a[p:]), list(b[p:])
+    # Each side's next word must come a little later in the other (most pairs stop here).
+    reach = 2 * _PHRASE + 1
+    if not ra or not rb or ra[0] not in rb[1:reach] or rb[0] not in ra[1:reach]:
+        return False
     for k in range(1, _PHRASE + 1):
         for m in range(1, _PHRASE + 1):
             for n in range(1, _PHRASE + 1):
