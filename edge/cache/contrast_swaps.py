@@ -301,27 +301,27 @@ _PHRASE = 3  # words a traded phrase, or the verb between two, may have
 
 def _traded_before_tail(a: Sequence[str], b: Sequence[str]) -> bool:
     """After the same start, ``a`` goes on "ONE VERB TWO ..." and ``b`` "TWO VERB ONE ...",
-    whatever follows: two phrases of at most three words trade places across the same
-    verb, which holds a content word and is not symmetric ("and", "vs", "with")."""
+    whatever follows: two phrases of at most three words trade places (``_trades`` over the
+    two heads) across the same verb, which holds a content word and is not symmetric
+    ("and", "vs", "with")."""
     p = 0
     while p < min(len(a), len(b)) and a[p] == b[p]:
         p += 1
-    ra, rb = list(a[p:]), list(b[p:])
     # Each side's next word must come a little later in the other (most pairs stop here).
-    reach = 2 * _PHRASE + 1
-    if not ra or not rb or ra[0] not in rb[1:reach] or rb[0] not in ra[1:reach]:
+    reach = p + 2 * _PHRASE + 1
+    if p >= min(len(a), len(b)) or a[p] not in b[p + 1 : reach] or b[p] not in a[p + 1 : reach]:
         return False
-    for k in range(1, _PHRASE + 1):
-        for m in range(1, _PHRASE + 1):
-            for n in range(1, _PHRASE + 1):
-                one, mid, two = ra[:k], ra[k : k + m], ra[k + m : k + m + n]
-                if len(two) < n or rb[: n + m + k] != two + mid + one:
-                    continue
-                if set(mid) & PUNCTUATION or _symmetric(mid):
-                    continue
-                if _argument(one) and _argument(two) and any(content_word(w) for w in mid):
-                    return True
-    return False
+    return any(
+        len(one) <= _PHRASE
+        and len(two) <= _PHRASE
+        and _argument(one)
+        and _argument(two)
+        and not set(mid) & PUNCTUATION
+        and not _symmetric(mid)
+        and any(content_word(w) for w in mid)
+        for end in range(p + 3, p + 3 * _PHRASE + 1)
+        for one, mid, two in _trades(a[:end], b[:end])
+    )
 
 
 _SHORT_MIDDLE = 3  # words: "with", "compared with", "is compatible with"
