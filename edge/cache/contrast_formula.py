@@ -40,9 +40,8 @@ _READ_AS = {
 def operator_for_word(cached: str, asked: str) -> bool:
     """One operator written where the other has a word that is not its reading, the rest
     the same: "NULL = NULL" / "NULL IS NULL" in SQL, "`x == None`" / "`x is None`", "10 / 3" /
-    "10 mod 3". "2x = 10" / "2x is 10" is refused too, the safe side."""
-    if len(operators(cached)) == len(operators(asked)):
-        return False
+    "10 mod 3". "2x = 10" / "2x is 10" is refused too, the safe side. Asked only where the
+    two write different numbers of operators (``formula_changed``)."""
     a, b = _TOKENS.findall(cached.lower()), _TOKENS.findall(asked.lower())
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
@@ -57,8 +56,9 @@ def operator_for_word(cached: str, asked: str) -> bool:
 
 def formula_changed(cached: str, asked: str) -> str | None:
     """ "operator" or "order" where the two write another formula, else None."""
+    oa, ob = operators(cached), operators(asked)
     # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
-    if (oa := operators(cached)) and (ob := operators(asked)):
+    if oa and ob:
         if oa != ob or grouped(cached) != grouped(asked):  # "(*p)++" / "*p++"
             return "operator"
         # The same signs and numbers, the numbers in another order: "2>&1" / "1>&2", "y = 3x
@@ -70,6 +70,8 @@ def formula_changed(cached: str, asked: str) -> str | None:
     # In words too: "greater than 7" / "greater than or equal to 7".
     if (ca := comparisons(cached)) and (cb := comparisons(asked)) and ca != cb:
         return "operator"
-    if logic_flipped(cached, asked) or operator_for_word(cached, asked):
+    if logic_flipped(cached, asked):
+        return "operator"
+    if len(oa) != len(ob) and operator_for_word(cached, asked):
         return "operator"
     return None
