@@ -116,11 +116,11 @@ def _split(words: Sequence[str]) -> tuple[set[str], set[str]] | None:
 
 # "Get" is a function word elsewhere, but what a negation of it says is the point: "... says
 # delivered but I didn't get it" / "... says not delivered but I already got it".
-_GOT = {"get": "get", "got": "get", "gotten": "get"}
+_GET = frozenset(("get", "got", "gotten"))
 
 
 def _negatable(words: Sequence[str]) -> set[str]:
-    return set(content_lemmas(words)) | {_GOT[w] for w in words if w in _GOT}
+    return set(content_lemmas(words)) | ({"get"} if _GET.intersection(words) else set())
 
 
 def negation_moved(cached: str, asked: str) -> bool:
