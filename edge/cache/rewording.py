@@ -139,19 +139,39 @@ _NOT = re.compile(r"n['\u2019]t\b|(?<=can)not\b")
 
 def _fixed(text: str) -> tuple[list[tuple[str, ...]], list[str], int]:
     """What a rewording may not change, and the words do not show: the marks in order
-    (operators, signs, brackets, symbols), each with the words either side of it, spaced or
-    not ("'a%'" is not "'%a'": there "a" is the pattern, not an article; "1=-1" is "1 = -1"),
-    the numbers as written, and the negations. Shorthand is written out first ("w/" is a
-    word, not a slash)."""
+    (operators, signs, brackets, symbols), each with the words either side of it and how it
+    is spaced, the numbers as written, and the negations. "'a%'" is not "'%a'": there "a" is
+    the pattern, not an article. A mark spaced on both sides or on neither is one style
+    ("1=-1" is "1 = -1"), but one between two words and spaced on one side only is another
+    mark: ".card.active" is not ".card .active" (a CSS class, or a descendant). Shorthand
+    is written out first ("w/" is a word, not a slash)."""
     text = written_out(text)
-    tokens = _MARKED.findall(_PROSE_MARKS.sub(_prose, text).lower())
+    marked = _PROSE_MARKS.sub(_prose, text).lower()
+    found = list(_MARKED.finditer(marked))
+    tokens = [m.group() for m in found]
     marks = [
-        tuple(tokens[max(0, i - 1) : i + 2])
-        for i, t in enumerate(tokens)
-        if not (t[0].isalnum() or t[0] == "_")
+        (*tokens[max(0, i - 1) : i + 2], _spacing(marked, found, i))
+        for i, m in enumerate(found)
+        if not _is_word(m.group())
     ]
     words = re.findall(r"[a-z]+", _NOT.sub(" not", text.lower()))
     return marks, _NUMBER.findall(text), sum(w in NEGATORS for w in words)
+
+
+def _is_word(token: str) -> bool:
+    return token[0].isalnum() or token[0] == "_"
+
+
+def _spacing(text: str, found: list[re.Match[str]], n: int) -> str:
+    """Between two words, the side a mark is glued to when it is glued to one only ("card
+    .active"); else "" (glued to both, to neither, or next to another mark)."""
+    if not (0 < n < len(found) - 1 and _is_word(found[n - 1].group())):
+        return ""
+    if not _is_word(found[n + 1].group()):
+        return ""
+    i, j = found[n].span()
+    left, right = not text[i - 1].isspace(), not text[j].isspace()
+    return "" if left == right else ("left" if left else "right")
 
 
 def _negated(words: list[str]) -> list[tuple[str, str]]:

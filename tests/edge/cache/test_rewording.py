@@ -33,6 +33,8 @@ SAME = [
     ("How many milligrams of caffeine in a Red Bull?", "how many mg of caffeine in a red bull"),
     ("How many ounces in a pound?", "how many oz in a lb"),
     ("Once opened, how long does jam keep?", "How long does jam keep once opened?"),
+    # An operator spaced on both sides or on neither.
+    ("Who can prove 1=-1?", "who can prove 1 = -1"),
     # A negation moved with what it negates.
     ("How do I not get sunburned in summer?", "In summer, how do I not get sunburned?"),
 ]
@@ -70,6 +72,12 @@ DIFFERENT = [
         'what does System.out.println(1 + 2 + "3") print in java',
         'what does System.out.println("1" + 2 + 3) print in java',
     ),
+    # a mark spaced on one side only is another mark: a class, or a descendant (blind11)
+    (
+        "What does the CSS selector .card.active select?",
+        "What does the CSS selector .card .active select?",
+    ),
+    ("What does a >b mean in bash?", "What does a > b mean in bash?"),
     # a block moved across a negation: it now negates another word (blind9)
     (
         "countries that are not in the EU but use the euro",
