@@ -54,6 +54,36 @@ def operator_for_word(cached: str, asked: str) -> bool:
     return bool(operators(sign)) and word.isalpha() and word not in _READ_AS.get(sign, ())
 
 
+# A mark between two words, glued to the word after it and maybe to the one before
+# ("card.active", "card .active"). Not a hyphen ("e-mail" / "e -mail" is a typo), a quote
+# or a bracket ("f(x)" / "f (x)"), and not prose punctuation, which is glued to the word
+# before it ("yes, no").
+_MARK_OR_WORD = re.compile(r"\w+|[^\w\s]")
+_SPACING_MATTERS = re.compile(r"[^\w\s'\"\u2018\u2019\u201c\u201d()\[\]{}-]")
+
+
+def _marks_between_words(text: str) -> list[tuple[str, str, str, bool]]:
+    """Each such mark with the words either side, and whether a space comes before it."""
+    found = list(_MARK_OR_WORD.finditer(text.lower()))
+    out = []
+    for before, mark, after in zip(found, found[1:], found[2:], strict=False):
+        if (
+            _SPACING_MATTERS.fullmatch(mark.group())
+            and before.group()[0].isalnum() and after.group()[0].isalnum()
+            and mark.end() == after.start() and mark.start() - before.end() <= 1
+        ):  # fmt: skip
+            out.append((before.group(), mark.group(), after.group(), mark.start() > before.end()))
+    return out
+
+
+def spaced_otherwise(cached: str, asked: str) -> bool:
+    """The same marks between words, one spaced before it on one side only: ".card.active"
+    / ".card .active" in CSS (a class, or a descendant). MiniLM's tokenizer drops the space,
+    so no model can see it."""
+    a, b = _marks_between_words(cached), _marks_between_words(asked)
+    return a != b and [m[:3] for m in a] == [m[:3] for m in b]
+
+
 def formula_changed(cached: str, asked: str) -> str | None:
     """ "operator" or "order" where the two write another formula, else None."""
     oa, ob = operators(cached), operators(asked)
@@ -70,7 +100,7 @@ def formula_changed(cached: str, asked: str) -> str | None:
     # In words too: "greater than 7" / "greater than or equal to 7".
     if (ca := comparisons(cached)) and (cb := comparisons(asked)) and ca != cb:
         return "operator"
-    if logic_flipped(cached, asked):
+    if logic_flipped(cached, asked) or spaced_otherwise(cached, asked):
         return "operator"
     if len(oa) != len(ob) and operator_for_word(cached, asked):
         return "operator"

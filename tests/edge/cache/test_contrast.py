@@ -88,6 +88,7 @@ operator | what does *p++ do in C | what does (*p)++ do in C
 operator | what's 2 + 3 * 4 | what's (2 + 3) * 4
 operator | formula for P(A and B) | formula for P(A or B)
 operator | in SQL, does WHERE x = NULL match | in SQL, does WHERE x IS NULL match
+operator | what does the CSS selector .card.active select | what does the CSS selector .card .active select
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
 negation | what if it says delivered but I didn't get it | what if it never says delivered
@@ -149,6 +150,9 @@ NOT_CONTRASTS = [
     # Two neighbours traded outside a quantified claim; "which team" and "who" as askers;
     # the same time of day written two ways; both goals on both sides.
     ("How can I earn money fast online?", "How can I earn money online fast?"),
+    # spacing that changes no mark: a bracket, a hyphen, prose punctuation
+    ("What is f(x) for x = 2?", "What is f (x) for x = 2?"),
+    ("How big is the e-commerce market?", "How big is the e- commerce market?"),
     ("Which team won the World Cup in 2010?", "Who won the World Cup in 2010?"),
     ("Is the pharmacy open at 8 am?", "Is the pharmacy open at 8am?"),
     ("How do I prevent and treat acne?", "How do I treat and prevent acne?"),
