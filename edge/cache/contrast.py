@@ -21,7 +21,7 @@ from edge.cache.contrast_negation import (
     negation_moved,
     negations,
 )
-from edge.cache.contrast_roles import roles_traded, traded_in_a_clause
+from edge.cache.contrast_roles import asker_traded, roles_traded, traded_in_a_clause
 from edge.cache.contrast_swaps import swapped
 from edge.cache.pair_checks import new_names
 from shared.lexicon import (
@@ -362,6 +362,8 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return "order"
     if (how := traded_in_a_clause(cached, asked)) is not None:
         return how
+    if asker_traded(cached, asked):
+        return "order"
     if opposed_words(cached, asked) is not None or prevention_flipped(cached, asked):
         return "antonym"
     if negations(cached) != negations(asked):

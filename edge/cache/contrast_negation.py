@@ -10,7 +10,7 @@ from edge.cache.rewording import canonical
 from shared.lexicon import NEGATORS, PUNCTUATION, QUESTION_WORDS, STOPWORDS, contrast_words, stem
 
 # Where a negation's reach ends: a clause begins ("... not in the EU | but use the euro").
-_CLAUSE_OPENERS = frozenset(
+CLAUSE_OPENERS = frozenset(
     "but and or if when while because although though since unless until that which who "
     "whom whose where why".split()
 )
@@ -90,13 +90,13 @@ def content_lemmas(words: Sequence[str], also: frozenset[str] = frozenset()) -> 
     return sorted(lemma(w) for w in words if w not in _FUNCTION and w not in also)
 
 
-def _clauses(words: Sequence[str]) -> list[int]:
+def clause_numbers(words: Sequence[str]) -> list[int]:
     """Each word's clause, counted from 0: a clause begins at punctuation, a clause opener
     or a subject pronoun that opens one."""
     clause, out = 0, []
     for i, w in enumerate(words):
         opens = w in _SUBJECTS and i > 0 and words[i - 1] not in QUESTION_WORDS | NEGATORS
-        clause += w in PUNCTUATION or w in _CLAUSE_OPENERS or opens
+        clause += w in PUNCTUATION or w in CLAUSE_OPENERS or opens
         out.append(clause)
     return out
 
@@ -108,7 +108,7 @@ def _split(words: Sequence[str]) -> tuple[set[str], set[str]] | None:
     at = next(i for i, w in enumerate(words) if w in NEGATORS)
     if at + 1 == len(words) or words[at + 1] in PUNCTUATION:
         return None
-    clauses = _clauses(words)
+    clauses = clause_numbers(words)
     reach = [w for i, w in enumerate(words) if i > at and clauses[i] == clauses[at]]
     elsewhere = [w for i, w in enumerate(words) if clauses[i] != clauses[at]]
     return _negatable(reach), _negatable(elsewhere)

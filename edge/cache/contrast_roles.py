@@ -1,9 +1,11 @@
 """Contrast by roles read through the question's form: who does what to whom (pure).
 
-The active against the passive ("can a hawk catch a rabbit" / "can a hawk be caught by a
-rabbit"), asking for the doer against asking for what is done to ("what eats jellyfish" /
-"what do jellyfish eat"), and a preposition left at the end against the same preposition
-given its object ("what is fire weak against" / "what is weak against fire"). Part of
+The asker against another person as the doer of one verb ("what if my coworker takes credit
+for my work" / "what if I took credit for my coworker's work"), the active against the
+passive ("can a hawk catch a rabbit" / "can a hawk be caught by a rabbit"), asking for the
+doer against asking for what is done to ("what eats jellyfish" / "what do jellyfish eat"),
+and a preposition left at the end against the same preposition given its object ("what is
+fire weak against" / "what is weak against fire"). Part of
 ``contrast.contrast_by``; ``contrast_swaps`` reads the same things in one form, traded.
 """
 
@@ -13,6 +15,7 @@ import functools
 import re
 from collections.abc import Sequence
 
+from edge.cache.contrast_negation import CLAUSE_OPENERS, clause_numbers, lemma
 from edge.cache.contrast_swaps import (
     ADJUNCT_HEADS,
     PRONOUNS,
@@ -23,7 +26,10 @@ from edge.cache.contrast_swaps import (
 )
 from shared.lexicon import (
     PUNCTUATION,
+    RELATIONS,
+    ROLES,
     STOPWORDS,
+    contrast_words,
     regular_past,
     third_person,
     verb_forms,
@@ -195,3 +201,95 @@ def _inflected(verb: str) -> frozenset[str]:
     listed past ("which team beat the Lakers")."""
     past = _VERBS[verb][0] if verb in _VERBS else regular_past(verb)
     return frozenset((third_person(verb), past))
+
+
+# The asker and another person (someone they have, a role, "someone") as the doer of the
+# same verb, one on each side: "my sister owes me" / "I owe my sister".
+_ASKER = frozenset(("i", "we"))
+_MINE = frozenset(("me", "my", "us", "our", "mine", "myself"))
+_PEOPLE = RELATIONS | {w for pair in ROLES for w in pair} | {"someone", "somebody"}
+_BEFORE_PERSON = frozenset("my our your his her their the a an".split())
+_BEFORE_SUBJECT = frozenset(
+    "can could should would will may might must do does did is are was were am have has had "
+    "not".split()
+)
+_BEFORE_VERB = _BEFORE_SUBJECT | frozenset(
+    "never just really still also ever even always accidentally actually be".split()
+)
+# The asker done to, not doing: "what if I get yelled at by my boss" asks what "what if my
+# boss yells at me" does.
+_DONE_TO = frozenset(("by", "get", "got", "gets", "getting", "been", "being"))
+_ANY_FORM = {form: verb for verb, forms in _VERBS.items() for form in forms}
+
+
+def asker_traded(cached: str, asked: str) -> bool:
+    """Whether the asker and another person trade who does the verb of one clause: "what if
+    my coworker takes credit for my work" / "what if I took credit for my coworker's work",
+    "someone rear-ends me" / "I rear-end someone", "I'm moving in with my parents" / "my
+    parents are moving in with me". The other person is on the asker's side too, and the
+    asker ("me", "my") on theirs, and the asker's clause is not a passive."""
+    a, b = contrast_words(cached), contrast_words(asked)
+    if not (_ASKER.intersection(a) or _ASKER.intersection(b)) or not _PEOPLE.intersection(a):
+        return False  # most pairs: read no further
+    for x, y in _aligned(_clauses(a), _clauses(b)):
+        doer_x, doer_y = _doer(x), _doer(y)
+        if doer_x is None or doer_y is None or doer_x[1] != doer_y[1]:
+            continue
+        if doer_x[0] == "i" and doer_y[0] != "i":
+            mine, person, theirs = x, doer_y[0], (a, b)
+        elif doer_y[0] == "i" and doer_x[0] != "i":
+            mine, person, theirs = y, doer_x[0], (b, a)
+        else:
+            continue
+        asker_side, person_side = theirs
+        if person in asker_side and _MINE & set(person_side) and not _DONE_TO & set(mine):
+            return True
+    return False
+
+
+def _clauses(words: Sequence[str]) -> list[list[str]]:
+    """The words of each clause (``contrast_negation.clause_numbers``), without marks and
+    the words that open clauses."""
+    out: dict[int, list[str]] = {}
+    for w, n in zip(words, clause_numbers(words), strict=True):
+        if w not in PUNCTUATION and w not in CLAUSE_OPENERS:
+            out.setdefault(n, []).append(w)
+    return list(out.values())
+
+
+def _aligned(a: list[list[str]], b: list[list[str]]) -> list[tuple[list[str], list[str]]]:
+    """Each clause of ``a`` with the clause of ``b`` that shares the most of its content
+    words, at least half of the fewer's, in whatever order the clauses come."""
+    out = []
+    for x in a:
+        cx = _content(x)
+        shares = [
+            (len(cx & cy) / min(len(cx), len(cy)), y) for y in b if cx and (cy := _content(y))
+        ]
+        if shares and (best := max(shares, key=lambda s: s[0]))[0] >= 0.5:
+            out.append((x, best[1]))
+    return out
+
+
+def _content(clause: Sequence[str]) -> set[str]:
+    return {w for w in clause if w not in STOPWORDS and w not in _ASKER and w not in _MINE}
+
+
+def _doer(clause: Sequence[str]) -> tuple[str, str] | None:
+    """("i" or the person, the verb's lemma) of a clause that opens with its subject, after
+    any auxiliary ("can my landlord ..."); "be" where no other verb follows."""
+    i = 0
+    while i < len(clause) and clause[i] in _BEFORE_SUBJECT:
+        i += 1
+    if i == len(clause):
+        return None
+    if clause[i] in _ASKER or clause[i] in ("someone", "somebody"):
+        who, rest = ("i" if clause[i] in _ASKER else clause[i]), clause[i + 1 :]
+    elif clause[i] in _BEFORE_PERSON and i + 1 < len(clause) and clause[i + 1] in _PEOPLE:
+        who, rest = clause[i + 1], clause[i + 2 :]
+    else:
+        return None
+    verb = next((w for w in rest if w not in _BEFORE_VERB and w not in _BE), None)
+    if verb is not None:
+        return who, _ANY_FORM.get(verb) or lemma(verb)
+    return (who, "be") if _BE & set(rest) else None

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from edge.cache.contrast import CONTRASTS, contrast_by
+from edge.cache.contrast_roles import asker_traded
 from edge.cache.contrast_swaps import coordinated_swap
 from edge.cache.match import Candidate, Matcher, MatchPolicy, load_matcher
 from edge.embedder import Embedder
@@ -88,7 +89,9 @@ operator | what does *p++ do in C | what does (*p)++ do in C
 operator | what's 2 + 3 * 4 | what's (2 + 3) * 4
 operator | formula for P(A and B) | formula for P(A or B)
 operator | in SQL, does WHERE x = NULL match | in SQL, does WHERE x IS NULL match
-operator | what does the CSS selector .card.active select | what does the CSS selector .card .active select
+operator | what does CSS .card.active select | what does CSS .card .active select
+order | who pays if someone scratches my car | who pays if I scratch someone's car
+order | I'm staying with my aunt, what do I pay? | My aunt is staying with me, what do I pay?
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
 negation | what if it says delivered but I didn't get it | what if it never says delivered
@@ -150,6 +153,10 @@ NOT_CONTRASTS = [
     # Two neighbours traded outside a quantified claim; "which team" and "who" as askers;
     # the same time of day written two ways; both goals on both sides.
     ("How can I earn money fast online?", "How can I earn money online fast?"),
+    # the asker done to, in the passive; another verb for the asker; the clauses reordered
+    ("What should I do if my boss yells at me?", "What should I do if I get yelled at by my boss?"),
+    ("How can I tell if my wife is lying to me?", "How do I find out my wife is lying?"),
+    ("If my dog eats chocolate, what do I do?", "What do I do if my dog eats chocolate?"),
     # spacing that changes no mark: a bracket, a hyphen, prose punctuation
     ("What is f(x) for x = 2?", "What is f (x) for x = 2?"),
     ("How big is the e-commerce market?", "How big is the e- commerce market?"),
@@ -457,3 +464,35 @@ def test_eval_cache_lists_what_the_cache_would_lie_about(tmp_path: Path, models_
     (hit,) = json.loads(out.read_text())["false_hits"]
     assert hit["asked"] == "how do I reset my password?" and hit["reason"] == "exact"
     assert {"cosine", "verifier_score", "confidence"} <= set(hit)
+
+
+@pytest.mark.parametrize(
+    ("cached", "asked"),
+    [
+        ("who pays if someone scratches my car", "who pays if I scratch someone's car"),
+        (
+            "what do I do if my roommate took my charger",
+            "what do I do if I took my roommate's charger",
+        ),
+        ("my brother still owes me rent, what now?", "I still owe my brother rent, what now?"),
+        ("I'm staying with my aunt for a month", "My aunt is staying with me for a month"),
+    ],
+)
+def test_the_asker_and_another_person_trading_the_verb_is_read(cached: str, asked: str) -> None:
+    assert asker_traded(cached, asked) and asker_traded(asked, cached)
+
+
+@pytest.mark.parametrize(
+    ("cached", "asked"),
+    [
+        # the asker done to; another verb; only one side names the other person
+        ("what if my boss yells at me", "what if I get yelled at by my boss"),
+        ("how can I tell if my wife is lying to me", "how do I find out my wife is lying"),
+        (
+            "can I get a refund if I cancel my flight",
+            "can I get a refund if my flight is cancelled",
+        ),
+    ],
+)
+def test_no_trade_without_the_same_verb_and_both_people(cached: str, asked: str) -> None:
+    assert not asker_traded(cached, asked) and not asker_traded(asked, cached)
