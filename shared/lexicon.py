@@ -322,7 +322,7 @@ AXES = (
     "good/bad healthy/unhealthy beneficial/harmful",
     "better/worse",
     "best/worst",
-    "easy/difficult easier/harder",
+    "easy/difficult easy/hard easier/harder",
     "easiest/hardest",
     "enable/disable enabled/disabled enabling/disabling activate/deactivate allow/block "
     "allowed/blocked unblock/block show/hide display/- unhide/- turn_on/turn_off "
