@@ -17,6 +17,7 @@ from shared.lexicon import (
     PUNCTUATION,
     QUESTION_WORDS,
     STOPWORDS,
+    UNIT_OF,
     contrast_words,
     stem,
 )
@@ -150,10 +151,11 @@ def swapped(cached: str, asked: str) -> str | None:
     aa, ab = argument_words(cached), argument_words(asked)
     if _traded(aa, ab):
         return "order"
-    # The same, read through plurals and possessives: "can cats eat dog food" / "can dogs
-    # eat cat food"; "my roommate's boyfriend" / "my boyfriend's roommate" (owner and owned
-    # trade places, with nothing between them).
-    sa, sb = [stem(w) for w in aa], [stem(w) for w in ab]
+    # The same, read through plurals (a unit's too: "how many feet in a meter" / "how many
+    # meters in a foot") and possessives: "can cats eat dog food" / "can dogs eat cat food";
+    # "my roommate's boyfriend" / "my boyfriend's roommate" (owner and owned trade places,
+    # with nothing between them).
+    sa, sb = [_singular(w) for w in aa], [_singular(w) for w in ab]
     if _traded(sa, sb) or _owner_traded(_possessives(cached), _possessives(asked)):
         return "order"
     # Subject and predicate of a quantified claim, the other way round: "are all mammals
@@ -183,6 +185,10 @@ def swapped(cached: str, asked: str) -> str | None:
     if _traded_before_tail(aa, ab) or _traded_before_tail(oa, ob):
         return "order"
     return None
+
+
+def _singular(word: str) -> str:
+    return UNIT_OF.get(word) or stem(word)
 
 
 _QUANTIFIERS = frozenset("all every each any some most no".split())

@@ -92,6 +92,7 @@ operator | in SQL, does WHERE x = NULL match | in SQL, does WHERE x IS NULL matc
 operator | what does CSS .card.active select | what does CSS .card .active select
 order | who pays if someone scratches my car | who pays if I scratch someone's car
 antonym | a knot that's hard to untie | a knot that's easy to untie
+order | how many feet are in a mile | how many miles are in a foot
 order | I'm staying with my aunt, what do I pay? | My aunt is staying with me, what do I pay?
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
