@@ -306,10 +306,13 @@ def prevention_flipped(cached: str, asked: str) -> bool:
 
 # A qualifier added after the whole question narrows it: "what is the fastest land animal" /
 # "... over long distances", "how to propagate pothos" / "... in water". Every contrast set
-# writes this as another question, none as a rewording.
+# writes this as another question, none as a rewording. So does a relative clause about the
+# thing ("a screw whose head snapped off", "a string that contains emojis"); one about the
+# asker or the reader ("a memory that you can recall") is not counted.
+_RELATIVES = frozenset(("that", "which"))
 _SCOPE_HEADS = frozenset(
     "in on at for from with without by during over under within after before since until via "
-    "using across through near".split()
+    "using across through near whose".split()
 )
 
 
@@ -319,8 +322,8 @@ _PURPOSE_SUBJECTS = frozenset("that it they i we you he she my your our their".s
 
 def added_scope(cached: str, asked: str) -> bool:
     """Whether one question is the other with a block after it that opens with a
-    preposition and names something ("... for beginners", "... in my car"; not "... for
-    me")."""
+    preposition or a relative and names something ("... for beginners", "... in my car",
+    "... that contains emojis"; not "... for me", "... that you recall")."""
     a, b = ([w for w in contrast_words(t) if w not in PUNCTUATION] for t in (cached, asked))
     short, long = sorted((a, b), key=len)
     if not short or len(long) == len(short) or long[: len(short)] != short:
@@ -328,6 +331,8 @@ def added_scope(cached: str, asked: str) -> bool:
     block = long[len(short) :]
     if block[0] == "so" and len(block) > 1 and block[1] in _PURPOSE_SUBJECTS:
         return any(w not in STOPWORDS for w in block[2:])  # "... so it lasts a month"
+    if block[0] in _RELATIVES and len(block) > 1 and block[1] not in _PURPOSE_SUBJECTS:
+        return any(w not in STOPWORDS for w in block[2:])  # "... that contains emojis"
     return block[0] in _SCOPE_HEADS and any(w not in STOPWORDS for w in block[1:])
 
 

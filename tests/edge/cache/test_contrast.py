@@ -93,6 +93,8 @@ operator | what does CSS .card.active select | what does CSS .card .active selec
 order | who pays if someone scratches my car | who pays if I scratch someone's car
 antonym | a knot that's hard to untie | a knot that's easy to untie
 order | how many feet are in a mile | how many miles are in a foot
+condition | how do I unclog a drain | how do I unclog a drain that smells of sewage
+condition | how do I fix a zipper | how do I fix a zipper whose teeth have split
 order | I'm staying with my aunt, what do I pay? | My aunt is staying with me, what do I pay?
 negation | What if I got a package I didn't order? | What if I didn't get a package I ordered?
 negation | my car won't start but the lights work | my car starts but the lights don't work
@@ -159,6 +161,11 @@ NOT_CONTRASTS = [
     ("What should I do if my boss yells at me?", "What should I do if I get yelled at by my boss?"),
     ("How can I tell if my wife is lying to me?", "How do I find out my wife is lying?"),
     ("If my dog eats chocolate, what do I do?", "What do I do if my dog eats chocolate?"),
+    # a relative clause about the asker or the reader adds no scope
+    (
+        "What is your earliest childhood memory?",
+        "What is your earliest childhood memory that you can recall?",
+    ),
     # spacing that changes no mark: a bracket, a hyphen, prose punctuation
     ("What is f(x) for x = 2?", "What is f (x) for x = 2?"),
     ("How big is the e-commerce market?", "How big is the e- commerce market?"),
