@@ -208,6 +208,11 @@ def _inflected(verb: str) -> frozenset[str]:
 _ASKER = frozenset(("i", "we"))
 _MINE = frozenset(("me", "my", "us", "our", "mine", "myself"))
 _PEOPLE = RELATIONS | {w for pair in ROLES for w in pair} | {"someone", "somebody"}
+# Doers who stand for anyone, the asker too: "how does a person lose weight".
+_GENERIC = frozenset(
+    "person people one someone somebody anyone anybody individual guy girl man woman men "
+    "women beginner student user human adult kid child".split()
+)
 _BEFORE_PERSON = frozenset("my our your his her their the a an".split())
 _BEFORE_SUBJECT = frozenset(
     "can could should would will may might must do does did is are was were am have has had "
@@ -223,27 +228,35 @@ _ANY_FORM = {form: verb for verb, forms in _VERBS.items() for form in forms}
 
 
 def asker_traded(cached: str, asked: str) -> bool:
-    """Whether the asker and another person trade who does the verb of one clause: "what if
-    my coworker takes credit for my work" / "what if I took credit for my coworker's work",
-    "someone rear-ends me" / "I rear-end someone", "I'm moving in with my parents" / "my
-    parents are moving in with me". The other person is on the asker's side too, and the
-    asker ("me", "my") on theirs, and the asker's clause is not a passive."""
+    """Whether the asker and someone else each do the verb of one clause, one on each side,
+    the asker's clause not a passive ("if I get yelled at by my boss"):
+    - traded, the other person (someone they have, a role, "someone") on the asker's side
+      too and the asker ("me", "my") on theirs: "what if my coworker takes credit for my
+      work" / "what if I took credit for my coworker's work", "someone rear-ends me" / "I
+      rear-end someone", "I'm moving in with my parents" / "my parents are moving in with
+      me";
+    - or put for the asker, doing it to something of the asker's: "if I cancel my flight" /
+      "if the airline cancels my flight". Not a generic doer ("a person", "people")."""
     a, b = contrast_words(cached), contrast_words(asked)
-    if not (_ASKER.intersection(a) or _ASKER.intersection(b)) or not _PEOPLE.intersection(a):
+    if not (_ASKER.intersection(a) or _ASKER.intersection(b)):
         return False  # most pairs: read no further
     for x, y in _aligned(_clauses(a), _clauses(b)):
         doer_x, doer_y = _doer(x), _doer(y)
         if doer_x is None or doer_y is None or doer_x[1] != doer_y[1]:
             continue
         if doer_x[0] == "i" and doer_y[0] != "i":
-            mine, person, theirs = x, doer_y[0], (a, b)
+            mine, person, theirs, (asker_side, person_side) = x, doer_y[0], y, (a, b)
         elif doer_y[0] == "i" and doer_x[0] != "i":
-            mine, person, theirs = y, doer_x[0], (b, a)
+            mine, person, theirs, (asker_side, person_side) = y, doer_x[0], x, (b, a)
         else:
             continue
-        asker_side, person_side = theirs
-        if person in asker_side and _MINE & set(person_side) and not _DONE_TO & set(mine):
-            return True
+        if _DONE_TO.intersection(mine):
+            continue
+        if person in _PEOPLE and person in asker_side:
+            if _MINE.intersection(person_side):
+                return True
+        elif person not in _GENERIC and "my" in theirs and not _BE.intersection(theirs):
+            return True  # not "if my flight is cancelled": the flight is done to
     return False
 
 
@@ -276,8 +289,8 @@ def _content(clause: Sequence[str]) -> set[str]:
 
 
 def _doer(clause: Sequence[str]) -> tuple[str, str] | None:
-    """("i" or the person, the verb's lemma) of a clause that opens with its subject, after
-    any auxiliary ("can my landlord ..."); "be" where no other verb follows."""
+    """("i" or the doer's head word, the verb's lemma) of a clause that opens with its
+    subject, after any auxiliary ("can my landlord ..."); "be" where no other verb follows."""
     i = 0
     while i < len(clause) and clause[i] in _BEFORE_SUBJECT:
         i += 1
@@ -285,7 +298,7 @@ def _doer(clause: Sequence[str]) -> tuple[str, str] | None:
         return None
     if clause[i] in _ASKER or clause[i] in ("someone", "somebody"):
         who, rest = ("i" if clause[i] in _ASKER else clause[i]), clause[i + 1 :]
-    elif clause[i] in _BEFORE_PERSON and i + 1 < len(clause) and clause[i + 1] in _PEOPLE:
+    elif clause[i] in _BEFORE_PERSON and i + 1 < len(clause) and clause[i + 1] not in STOPWORDS:
         who, rest = clause[i + 1], clause[i + 2 :]
     else:
         return None

@@ -485,6 +485,10 @@ def test_eval_cache_lists_what_the_cache_would_lie_about(tmp_path: Path, models_
         ),
         ("my brother still owes me rent, what now?", "I still owe my brother rent, what now?"),
         ("I'm staying with my aunt for a month", "My aunt is staying with me for a month"),
+        (
+            "can I get a refund if I cancel my flight",
+            "can I get a refund if the airline cancels my flight",
+        ),
     ],
 )
 def test_the_asker_and_another_person_trading_the_verb_is_read(cached: str, asked: str) -> None:
@@ -494,14 +498,15 @@ def test_the_asker_and_another_person_trading_the_verb_is_read(cached: str, aske
 @pytest.mark.parametrize(
     ("cached", "asked"),
     [
-        # the asker done to; another verb; only one side names the other person
+        # the asker or the thing done to; another verb; a doer who stands for anyone
         ("what if my boss yells at me", "what if I get yelled at by my boss"),
         ("how can I tell if my wife is lying to me", "how do I find out my wife is lying"),
         (
             "can I get a refund if I cancel my flight",
             "can I get a refund if my flight is cancelled",
         ),
+        ("how do I lose weight fast", "how does a person lose weight fast"),
     ],
 )
-def test_no_trade_without_the_same_verb_and_both_people(cached: str, asked: str) -> None:
+def test_no_trade_without_the_same_verb_and_another_doer(cached: str, asked: str) -> None:
     assert not asker_traded(cached, asked) and not asker_traded(asked, cached)
