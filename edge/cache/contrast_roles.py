@@ -240,6 +240,8 @@ def asker_traded(cached: str, asked: str) -> bool:
     a, b = contrast_words(cached), contrast_words(asked)
     if not (_ASKER.intersection(a) or _ASKER.intersection(b)):
         return False  # most pairs: read no further
+    if not (_MINE.intersection(a) or _MINE.intersection(b)):
+        return False
     for x, y in _aligned(_clauses(a), _clauses(b)):
         doer_x, doer_y = _doer(x), _doer(y)
         if doer_x is None or doer_y is None or doer_x[1] != doer_y[1]:
