@@ -141,6 +141,8 @@ def negation_moved(cached: str, asked: str) -> bool:
     if sa is None or sb is None:
         return False
     (ra, other_a), (rb, other_b) = sa, sb
+    if _onto_another_word(a, b):
+        return True
     # One may negate only function words: "... but I didn't get it" / "... never says
     # delivered".
     if not ra | rb or ra & rb:
@@ -148,3 +150,26 @@ def negation_moved(cached: str, asked: str) -> bool:
     # The same words: negating nothing in common is enough. Otherwise each negates a word
     # that the other affirms in another clause.
     return ca == cb or bool(ra & other_b and rb & other_a)
+
+
+_AUXILIARY = frozenset(
+    "do does did is are was were am can could should would will may might must have has had "
+    "need".split()
+)
+
+
+def _onto_another_word(a: Sequence[str], b: Sequence[str]) -> bool:
+    """The same words, the one negation put before another content word: "is it ok to not
+    tip" / "is it not ok to tip". Not after an auxiliary on either side, where a contraction
+    stands for it ("why doesn't my printer connect" / "why does my printer not connect")."""
+    i = next(k for k, w in enumerate(a) if w in NEGATORS)
+    j = next(k for k, w in enumerate(b) if w in NEGATORS)
+    if i == j or a[i] != b[j] or [*a[:i], *a[i + 1 :]] != [*b[:j], *b[j + 1 :]]:
+        return False
+    if (i and a[i - 1] in _AUXILIARY) or (j and b[j - 1] in _AUXILIARY):
+        return False
+    return _negated_word(a, i) != _negated_word(b, j)
+
+
+def _negated_word(words: Sequence[str], at: int) -> str | None:
+    return next((w for w in words[at + 1 :] if w not in _FUNCTION), None)

@@ -335,7 +335,20 @@ _SHORT_MIDDLE = 3  # words: "with", "compared with", "is compatible with"
 
 def _symmetric(middle: Sequence[str]) -> bool:
     words = set(middle)
+    if "with" in words and len(middle) > 1 and not words & _WITH_EACH_OTHER:
+        words.discard("with")  # "A interferes with B" is who does what
     return bool(words & _SYMMETRIC or ("from" in words and words & _APART))
+
+
+# What "with" leaves symmetric: "A compared with B", "is A compatible with B", "A's
+# relationship with B", "A talks with B".
+_WITH_EACH_OTHER = frozenset(
+    "compared compare compatible combined combine mixed mix paired matched match along "
+    "together same equal identical interchangeable versus vs and or relationship "
+    "relationships relations ties talk talks talking meet meets meeting argue argues "
+    "arguing fight fights fighting agree agrees disagree disagrees interact interacts "
+    "communicate communicates chat chats".split()
+)
 
 
 # Joining two sides whose order is free: "A or B", "A and B", "between A and B", "A vs B".
