@@ -294,14 +294,21 @@ def _doer(clause: Sequence[str]) -> tuple[str, str] | None:
     """("i" or the doer's head word, the verb's lemma) of a clause that opens with its
     subject, after any auxiliary ("can my landlord ..."); "be" where no other verb follows."""
     i = 0
+    if clause and (clause[0] in ADJUNCT_HEADS or clause[0] == "as"):
+        # A qualifier first, then the question: "as a US citizen, can I sponsor ...".
+        i = next((k for k, w in enumerate(clause) if w in _BEFORE_SUBJECT), len(clause))
     while i < len(clause) and clause[i] in _BEFORE_SUBJECT:
         i += 1
     if i == len(clause):
         return None
     if clause[i] in _ASKER or clause[i] in ("someone", "somebody"):
         who, rest = ("i" if clause[i] in _ASKER else clause[i]), clause[i + 1 :]
-    elif clause[i] in _BEFORE_PERSON and i + 1 < len(clause) and clause[i + 1] not in STOPWORDS:
-        who, rest = clause[i + 1], clause[i + 2 :]
+    elif clause[i] in _BEFORE_PERSON and i + 1 < len(clause):
+        # A person after a few words that describe them: "my US citizen parents".
+        k = next((k for k in range(i + 1, min(i + 4, len(clause))) if clause[k] in _PEOPLE), i + 1)
+        if clause[k] in STOPWORDS:
+            return None
+        who, rest = clause[k], clause[k + 1 :]
     else:
         return None
     verb = next((w for w in rest if w not in _BEFORE_VERB and w not in _BE), None)
