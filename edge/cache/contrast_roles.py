@@ -229,12 +229,14 @@ _ANY_FORM = {form: verb for verb, forms in _VERBS.items() for form in forms}
 
 def asker_traded(cached: str, asked: str) -> bool:
     """Whether the asker and someone else each do the verb of one clause, one on each side,
-    the asker's clause not a passive ("if I get yelled at by my boss"):
-    - traded, the other person (someone they have, a role, "someone") on the asker's side
-      too and the asker ("me", "my") on theirs: "what if my coworker takes credit for my
-      work" / "what if I took credit for my coworker's work", "someone rear-ends me" / "I
-      rear-end someone", "I'm moving in with my parents" / "my parents are moving in with
-      me";
+    the asker's clause not a passive unless both are ("if I get yelled at by my boss" is
+    "if my boss yells at me"; "my teen is embarrassed by me" is not "I'm embarrassed by my
+    teen"):
+    - traded, the other (someone they have, a role, "someone", not "a person") on the
+      asker's side too and the asker ("me", "my") on theirs: "what if my coworker takes
+      credit for my work" / "what if I took credit for my coworker's work", "someone
+      rear-ends me" / "I rear-end someone", "I'm moving in with my parents" / "my parents
+      are moving in with me";
     - or put for the asker, doing it to something of the asker's: "if I cancel my flight" /
       "if the airline cancels my flight". Not a generic doer ("a person", "people")."""
     a, b = contrast_words(cached), contrast_words(asked)
@@ -252,9 +254,9 @@ def asker_traded(cached: str, asked: str) -> bool:
             mine, person, theirs, (asker_side, person_side) = y, doer_x[0], x, (b, a)
         else:
             continue
-        if _DONE_TO.intersection(mine):
-            continue
-        if person in _PEOPLE and person in asker_side:
+        if _DONE_TO.intersection(mine) and not _DONE_TO.intersection(theirs):
+            continue  # the asker done to, the other doing: the same event
+        if person in asker_side and (person in _PEOPLE or person not in _GENERIC):
             if _MINE.intersection(person_side):
                 return True
         elif person not in _GENERIC and "my" in theirs and not _BE.intersection(theirs):

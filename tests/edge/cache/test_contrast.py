@@ -491,6 +491,8 @@ def test_eval_cache_lists_what_the_cache_would_lie_about(tmp_path: Path, models_
         ),
         ("my brother still owes me rent, what now?", "I still owe my brother rent, what now?"),
         ("I'm staying with my aunt for a month", "My aunt is staying with me for a month"),
+        ("my toddler is scared of me, what do I do", "I'm scared of my toddler, what do I do"),
+        ("my stepson is annoyed by me", "I'm annoyed by my stepson"),  # both in the passive
         (  # a qualifier before the question, words that describe the person
             "as a UK resident can I sponsor my brother for a visa",
             "can my UK resident brother sponsor me for a visa",
