@@ -160,8 +160,17 @@ def numbers(text: str) -> Counter[str]:
         elif m := LEADING_NUMBER.match(w):
             n = m.group()
             n = n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"
-            found[n + _half_day(w[m.end() :], words[i + 1 : i + 3])] += 1
+            found[n + _half_day(w[m.end() :], words[i + 1 : i + 3]) + _variant(w[m.end() :])] += 1
     return found
+
+
+# A letter after a model's number names another model ("Pixel 8" / "Pixel 8a", "Galaxy
+# A54" / "A54s" reads "54" / "54s"); not a unit, a coefficient ("3x") or a multiplier ("10k").
+_NOT_VARIANTS = frozenset("x k m b t s".split())
+
+
+def _variant(suffix: str) -> str:
+    return suffix if len(suffix) == 1 and suffix.isalpha() and suffix not in _NOT_VARIANTS else ""
 
 
 def _half_day(suffix: str, following: Sequence[str]) -> str:

@@ -93,6 +93,7 @@ operator | what does CSS .card.active select | what does CSS .card .active selec
 order | who pays if someone scratches my car | who pays if I scratch someone's car
 antonym | a knot that's hard to untie | a knot that's easy to untie
 order | how many feet are in a mile | how many miles are in a foot
+number | does the pixel 7 have a headphone jack | does the pixel 7a have a headphone jack
 order | when the goalie interferes with the striker | when the striker interferes with the goalie
 negation | is it rude to not clap at a concert | is it not rude to clap at a concert
 condition | how do I unclog a drain | how do I unclog a drain that smells of sewage
@@ -163,6 +164,8 @@ NOT_CONTRASTS = [
     ("What should I do if my boss yells at me?", "What should I do if I get yelled at by my boss?"),
     ("How can I tell if my wife is lying to me?", "How do I find out my wife is lying?"),
     ("If my dog eats chocolate, what do I do?", "What do I do if my dog eats chocolate?"),
+    # a unit or a multiplier after a number names no other model
+    ("Is a 5kg bag of flour enough?", "Is a 5 kg bag of flour enough?"),
     # "with" between two who do it to each other
     ("What is Peru's relationship with Chile?", "What is Chile's relationship with Peru?"),
     # a negation moved within what it negates, or to where a contraction stands for it
