@@ -296,10 +296,16 @@ def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
     return any(
         _argument(one)
         and _argument(two)
-        and not set(mid) & PUNCTUATION
+        and (not set(mid) & PUNCTUATION or _across_clauses(mid))
         and not (len(mid) <= _SHORT_MIDDLE and _symmetric(mid))
         for one, mid, two in _trades(a, b)
     )
+
+
+def _across_clauses(middle: Sequence[str]) -> bool:
+    """A middle that ends one clause and asks in the next: "I can read bass clef, how do I
+    learn treble clef" / "... treble clef, ... bass clef". A list ("A, B") is no trade."""
+    return len(middle) >= 4 and any(w in QUESTION_WORDS for w in middle)
 
 
 _PHRASE = 3  # words a traded phrase, or the verb between two, may have

@@ -94,6 +94,7 @@ order | who pays if someone scratches my car | who pays if I scratch someone's c
 antonym | a knot that's hard to untie | a knot that's easy to untie
 order | how many feet are in a mile | how many miles are in a foot
 number | does the pixel 7 have a headphone jack | does the pixel 7a have a headphone jack
+order | I speak Spanish, how hard is Italian | I speak Italian, how hard is Spanish
 order | when the goalie interferes with the striker | when the striker interferes with the goalie
 negation | is it rude to not clap at a concert | is it not rude to clap at a concert
 condition | how do I unclog a drain | how do I unclog a drain that smells of sewage
@@ -164,6 +165,8 @@ NOT_CONTRASTS = [
     ("What should I do if my boss yells at me?", "What should I do if I get yelled at by my boss?"),
     ("How can I tell if my wife is lying to me?", "How do I find out my wife is lying?"),
     ("If my dog eats chocolate, what do I do?", "What do I do if my dog eats chocolate?"),
+    # a list across a comma is no trade
+    ("Eggs, milk or butter: which goes first?", "Milk, eggs or butter: which goes first?"),
     # a unit or a multiplier after a number names no other model
     ("Is a 5kg bag of flour enough?", "Is a 5 kg bag of flour enough?"),
     # "with" between two who do it to each other
