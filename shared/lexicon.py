@@ -146,6 +146,12 @@ QUESTION_WORDS = frozenset(
     "what why how when where who whom whose which is are was were can could do does did "
     "should would will shall may might".split()
 )
+# Auxiliaries: a question's opening ("can my landlord ..."), where a contraction's "not"
+# stands ("does my printer not ...").
+AUXILIARIES = frozenset(
+    "am is are was were do does did have has had can could shall should will would may might "
+    "must need".split()
+)
 # Negating words as written, contracted forms too ("don't"); ``NEGATORS`` is the same set
 # after ``contrast_words`` has spelled contractions out.
 NEGATIONS = frozenset(

@@ -7,7 +7,15 @@ import re
 from collections.abc import Sequence
 
 from edge.cache.rewording import canonical
-from shared.lexicon import NEGATORS, PUNCTUATION, QUESTION_WORDS, STOPWORDS, contrast_words, stem
+from shared.lexicon import (
+    AUXILIARIES,
+    NEGATORS,
+    PUNCTUATION,
+    QUESTION_WORDS,
+    STOPWORDS,
+    contrast_words,
+    stem,
+)
 
 # Where a negation's reach ends: a clause begins ("... not in the EU | but use the euro").
 CLAUSE_OPENERS = frozenset(
@@ -28,9 +36,6 @@ def negations(text: str) -> int:
 # out, isn't it?" / "is it fine to leave butter out?"). A question opened by a negated
 # auxiliary is left to the models: "should I refrigerate tomatoes?" / "shouldn't I ...?" is
 # labelled different in the dev set.
-_AUXILIARIES = frozenset(
-    "is are was were does do did can could will would should has have had must".split()
-)
 _TAGGED = frozenset("i you we they he she it there".split())
 
 
@@ -39,7 +44,7 @@ def _untagged(words: Sequence[str]) -> list[str]:
     out = list(words)
     while out and out[-1] in PUNCTUATION:
         out.pop()
-    if len(out) > 4 and out[-4] == "," and out[-3] in _AUXILIARIES and out[-2] == "not":
+    if len(out) > 4 and out[-4] == "," and out[-3] in AUXILIARIES and out[-2] == "not":
         if out[-1] in _TAGGED:
             del out[-4:]
     return out
@@ -152,12 +157,6 @@ def negation_moved(cached: str, asked: str) -> bool:
     return ca == cb or bool(ra & other_b and rb & other_a)
 
 
-_AUXILIARY = frozenset(
-    "do does did is are was were am can could should would will may might must have has had "
-    "need".split()
-)
-
-
 def _onto_another_word(a: Sequence[str], b: Sequence[str]) -> bool:
     """The same words, the one negation put before another content word: "is it ok to not
     tip" / "is it not ok to tip". Not after an auxiliary on either side, where a contraction
@@ -166,7 +165,7 @@ def _onto_another_word(a: Sequence[str], b: Sequence[str]) -> bool:
     j = next(k for k, w in enumerate(b) if w in NEGATORS)
     if i == j or a[i] != b[j] or [*a[:i], *a[i + 1 :]] != [*b[:j], *b[j + 1 :]]:
         return False
-    if (i and a[i - 1] in _AUXILIARY) or (j and b[j - 1] in _AUXILIARY):
+    if (i and a[i - 1] in AUXILIARIES) or (j and b[j - 1] in AUXILIARIES):
         return False
     return _negated_word(a, i) != _negated_word(b, j)
 

@@ -25,6 +25,7 @@ from edge.cache.contrast_swaps import (
     unstopped,
 )
 from shared.lexicon import (
+    AUXILIARIES,
     PUNCTUATION,
     RELATIONS,
     ROLES,
@@ -214,10 +215,7 @@ _GENERIC = frozenset(
     "women beginner student user human adult kid child".split()
 )
 _BEFORE_PERSON = frozenset("my our your his her their the a an".split())
-_BEFORE_SUBJECT = frozenset(
-    "can could should would will may might must do does did is are was were am have has had "
-    "not".split()
-)
+_BEFORE_SUBJECT = AUXILIARIES | {"not"}
 _BEFORE_VERB = _BEFORE_SUBJECT | frozenset(
     "never just really still also ever even always accidentally actually be".split()
 )
