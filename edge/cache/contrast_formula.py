@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from edge.cache.rewording import mark_spacings
 from shared.lexicon import comparisons, contrast_words, grouped, operators
 
 LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # "3x" is 3, "2.5kg" is 2.5
@@ -54,34 +55,29 @@ def operator_for_word(cached: str, asked: str) -> bool:
     return bool(operators(sign)) and word.isalpha() and word not in _READ_AS.get(sign, ())
 
 
-# A mark between two words, glued to the word after it and maybe to the one before
-# ("card.active", "card .active"). Not a hyphen ("e-mail" / "e -mail" is a typo), a quote
-# or a bracket ("f(x)" / "f (x)"), and not prose punctuation, which is glued to the word
-# before it ("yes, no").
-_MARK_OR_WORD = re.compile(r"\w+|[^\w\s]")
+# A mark whose spacing between two words can change what is written: not a hyphen ("e-mail" /
+# "e -mail" is a typo), a quote or a bracket ("f(x)" / "f (x)"). Prose punctuation glued to
+# the word before it only ("yes, no") is left out too.
 _SPACING_MATTERS = re.compile(r"[^\w\s'\"\u2018\u2019\u201c\u201d()\[\]{}-]")
 
 
-def _marks_between_words(text: str) -> list[tuple[str, str, str, bool]]:
-    """Each such mark with the words either side, and whether a space comes before it."""
-    found = list(_MARK_OR_WORD.finditer(text.lower()))
-    out = []
-    for before, mark, after in zip(found, found[1:], found[2:], strict=False):
-        if (
-            _SPACING_MATTERS.fullmatch(mark.group())
-            and before.group()[0].isalnum() and after.group()[0].isalnum()
-            and mark.end() == after.start() and mark.start() - before.end() <= 1
-        ):  # fmt: skip
-            out.append((before.group(), mark.group(), after.group(), mark.start() > before.end()))
-    return out
+def _marks_between_words(text: str) -> list[tuple[tuple[str, ...], str]]:
+    """Such marks between two words, each with the words and how it is spaced
+    (``rewording.mark_spacings``)."""
+    return [
+        (around, spacing)
+        for around, spacing in mark_spacings(text.lower())
+        if len(around) == 3 and around[0][0].isalnum() and around[2][0].isalnum()
+        and _SPACING_MATTERS.fullmatch(around[1]) and spacing != "left"
+    ]  # fmt: skip
 
 
 def spaced_otherwise(cached: str, asked: str) -> bool:
-    """The same marks between words, one spaced before it on one side only: ".card.active"
-    / ".card .active" in CSS (a class, or a descendant). MiniLM's tokenizer drops the space,
-    so no model can see it."""
+    """The same marks between the same words, one spaced before it on one side only:
+    ".card.active" / ".card .active" in CSS (a class, or a descendant). MiniLM's tokenizer
+    drops the space, so no model can see it."""
     a, b = _marks_between_words(cached), _marks_between_words(asked)
-    return a != b and [m[:3] for m in a] == [m[:3] for m in b]
+    return a != b and [m for m, _ in a] == [m for m, _ in b]
 
 
 def formula_changed(cached: str, asked: str) -> str | None:

@@ -147,15 +147,21 @@ def _fixed(text: str) -> tuple[list[tuple[str, ...]], list[str], int]:
     is written out first ("w/" is a word, not a slash)."""
     text = written_out(text)
     marked = _PROSE_MARKS.sub(_prose, text).lower()
-    found = list(_MARKED.finditer(marked))
+    marks = [(*around, spacing) for around, spacing in mark_spacings(marked)]
+    words = re.findall(r"[a-z]+", _NOT.sub(" not", text.lower()))
+    return marks, _NUMBER.findall(text), sum(w in NEGATORS for w in words)
+
+
+def mark_spacings(text: str) -> list[tuple[tuple[str, ...], str]]:
+    """Each mark of ``text`` (operator, sign, bracket, symbol, punctuation), with the tokens
+    either side of it and how it is spaced between two words (``_spacing``)."""
+    found = list(_MARKED.finditer(text))
     tokens = [m.group() for m in found]
-    marks = [
-        (*tokens[max(0, i - 1) : i + 2], _spacing(marked, found, i))
+    return [
+        (tuple(tokens[max(0, i - 1) : i + 2]), _spacing(text, found, i))
         for i, m in enumerate(found)
         if not _is_word(m.group())
     ]
-    words = re.findall(r"[a-z]+", _NOT.sub(" not", text.lower()))
-    return marks, _NUMBER.findall(text), sum(w in NEGATORS for w in words)
 
 
 def _is_word(token: str) -> bool:
