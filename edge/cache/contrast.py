@@ -160,7 +160,8 @@ def numbers(text: str) -> Counter[str]:
         elif m := LEADING_NUMBER.match(w):
             n = m.group()
             n = n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"
-            found[n + _half_day(w[m.end() :], words[i + 1 : i + 3]) + _variant(w[m.end() :])] += 1
+            suffix = w[m.end() :]
+            found[n + _half_day(suffix, words[i + 1 : i + 3]) + _variant(suffix)] += 1
     return found
 
 
@@ -325,8 +326,9 @@ _SCOPE_HEADS = frozenset(
 )
 
 
-# "so" opens a purpose, not "so far": "store fresh basil so it lasts longer than a month".
-_PURPOSE_SUBJECTS = frozenset("that it they i we you he she my your our their".split())
+# A clause's subject after "so" or a relative: "so" opens a purpose, not "so far" ("store
+# fresh basil so it lasts longer"); "that you can recall" is about the asker, not the thing.
+_SUBJECT_WORDS = frozenset("that it they i we you he she my your our their".split())
 
 
 def added_scope(cached: str, asked: str) -> bool:
@@ -338,9 +340,9 @@ def added_scope(cached: str, asked: str) -> bool:
     if not short or len(long) == len(short) or long[: len(short)] != short:
         return False
     block = long[len(short) :]
-    if block[0] == "so" and len(block) > 1 and block[1] in _PURPOSE_SUBJECTS:
+    if block[0] == "so" and len(block) > 1 and block[1] in _SUBJECT_WORDS:
         return any(w not in STOPWORDS for w in block[2:])  # "... so it lasts a month"
-    if block[0] in _RELATIVES and len(block) > 1 and block[1] not in _PURPOSE_SUBJECTS:
+    if block[0] in _RELATIVES and len(block) > 1 and block[1] not in _SUBJECT_WORDS:
         return any(w not in STOPWORDS for w in block[2:])  # "... that contains emojis"
     return block[0] in _SCOPE_HEADS and any(w not in STOPWORDS for w in block[1:])
 

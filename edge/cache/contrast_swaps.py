@@ -350,7 +350,7 @@ def _symmetric(middle: Sequence[str]) -> bool:
 # relationship with B", "A talks with B".
 _WITH_EACH_OTHER = frozenset(
     "compared compare compatible combined combine mixed mix paired matched match along "
-    "together same equal identical interchangeable versus vs and or relationship "
+    "together same equal identical interchangeable versus relationship "
     "relationships relations ties talk talks talking meet meets meeting argue argues "
     "arguing fight fights fighting agree agrees disagree disagrees interact interacts "
     "communicate communicates chat chats".split()
