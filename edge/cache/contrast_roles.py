@@ -222,7 +222,6 @@ _BEFORE_VERB = _BEFORE_SUBJECT | frozenset(
 # The asker done to, not doing: "what if I get yelled at by my boss" asks what "what if my
 # boss yells at me" does.
 _DONE_TO = frozenset(("by", "get", "got", "gets", "getting", "been", "being"))
-_ANY_FORM = {form: verb for verb, forms in _VERBS.items() for form in forms}
 
 
 def asker_traded(cached: str, asked: str) -> bool:
@@ -313,5 +312,5 @@ def _doer(clause: Sequence[str]) -> tuple[str, str] | None:
         return None
     verb = next((w for w in rest if w not in _BEFORE_VERB and w not in _BE), None)
     if verb is not None:
-        return who, _ANY_FORM.get(verb) or lemma(verb)
+        return who, _ACTIVE.get(verb) or _PARTICIPLES.get(verb) or lemma(verb)
     return (who, "be") if _BE & set(rest) else None
