@@ -5,10 +5,13 @@
 Runs the shipped decision (``edge.cache.match.load_matcher`` with the default settings:
 the verifier stacked with the cross-encoder, ``CACHE__FALSE_HIT_BUDGET``,
 ``CACHE__CANDIDATE_FLOOR``) as if ``text_a`` were cached and ``text_b`` asked, with the
-contrast veto (``edge.cache.contrast.contrast_by``) and without it, on:
+contrast veto (``edge.cache.contrast.contrast_by``) and without it, on the sets below.
+Since stop 61 the cross-encoder trains on the sets up to blind9
+(``tools.prepare.written_pairs``): on those, figures are training figures. The hold-out set
+and blind10 onwards are never trained on.
 
-* ``tests/data/contrast_dev.jsonl``, the public contrast dev set (written for edgecore, in
-  no training data): opposite-meaning pairs by kind (swapped direction or order, antonyms,
+* ``tests/data/contrast_dev.jsonl``, the public contrast dev set (written for edgecore):
+  opposite-meaning pairs by kind (swapped direction or order, antonyms,
   negation, numbers, units, names, added conditions) and true paraphrases (contractions,
   synonyms, rewordings, reordered clauses). Targets: 0 opposites served, paraphrase recall
   at least 0.50. The contrast rules were written alongside this set, so it shows what they

@@ -13,6 +13,7 @@ import numpy as np
 
 from tools.prepare.pair_split import split
 from tools.prepare.train_pairs import near
+from tools.prepare.written_pairs import TRAINED, written_pairs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,8 +48,28 @@ def test_the_pairs_file_holds_train_pairs_close_enough(tmp_path: Path, models_di
         check=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
     )  # fmt: skip
     chosen = json.loads(out.read_text())
-    kept = {(a, b) for a, b, _ in chosen["rows"]}
+    written = {(a, b) for a, b, _, _ in written_pairs()}
+    assert len(chosen["rows"]) == int(chosen["meta"]["pairs"])
+    kept = {(a, b) for a, b, _ in chosen["rows"]} - written
     train = {(a, b) for a, b in rows if split(a, b) == "train"}
     assert kept and kept <= train  # calibration and test pairs stay unseen
     assert all("capital of France" not in b and "cats purr" not in b for _, b in kept)
-    assert chosen["meta"]["min_cosine"] == "0.6" and chosen["meta"]["pairs"] == str(len(kept))
+    assert chosen["meta"]["min_cosine"] == "0.6"
+
+
+def test_the_written_sets_already_read_are_trained_on_and_the_newer_ones_never() -> None:
+    data = REPO / "tests" / "data"
+    trained = written_pairs(data)
+    assert {kind.split(":")[0] for *_, kind in trained} == {"written"}
+    assert {label for _, _, label, _ in trained} == {0, 1}
+    seen = {frozenset((a, b)) for a, b, _, _ in trained}
+    held = [p for p in sorted(data.glob("contrast_*.jsonl")) if p.stem not in TRAINED]
+    assert {p.stem for p in held} >= {"contrast_holdout", "contrast_blind10", "contrast_blind13"}
+    for path in held:  # a held-out pair is never one the models learnt
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            assert frozenset((r["text_a"], r["text_b"])) not in seen, (path.name, r)
+
+
+def test_written_pairs_are_none_without_the_sets(tmp_path: Path) -> None:
+    assert written_pairs(tmp_path) == []

@@ -37,7 +37,10 @@ VERIFIER = "verifier"
 # How the cache's pair models are trained; a model built another way is rebuilt. Both learn
 # from QQP's train split plus generated hard pairs (``hard_pairs``): opposites, swapped
 # directions, negations, changed numbers and names as negatives; rewordings as positives.
-CROSS_ENCODER_RECIPE = "hard-pairs+int8/5"
+# The cross-encoder also learns the hand-written contrast sets already read (``written_pairs``):
+# it reads both texts at once, so it can learn who does what; the MLP cannot, and grew less
+# sure of every close pair when it learnt them too (docs/cache.md, stop 61).
+CROSS_ENCODER_RECIPE = "hard-pairs+written+int8/6"
 # "told-apart": pairs whose asked question names something new, asks more, asks for the
 # opposite or negates the cached one score 0 (edge.cache.pair_checks.told_apart_by).
 VERIFIER_RECIPE = "told-apart+hard-pairs/9"

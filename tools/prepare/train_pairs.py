@@ -34,6 +34,7 @@ import numpy as np
 from tools.prepare.hard_pairs import generate
 from tools.prepare.pair_split import split
 from tools.prepare.text_vectors import TextVectors, as_prompts
+from tools.prepare.written_pairs import written_pairs
 
 Row = tuple[str, str, int]
 SEED = 0
@@ -41,7 +42,7 @@ SEED = 0
 
 def load_train_pairs(path: Path, limit: int | None, seed: int, hard_per_kind: int) -> list[Row]:
     """QQP's train pairs (``limit`` of them, drawn), plus hard pairs from all its train
-    questions."""
+    questions, plus the hand-written contrast sets already read (``written_pairs``)."""
     rows = []
     with path.open() as f:
         for line in f:
@@ -51,7 +52,8 @@ def load_train_pairs(path: Path, limit: int | None, seed: int, hard_per_kind: in
                     rows.append((r["text_a"], r["text_b"], int(r["label"])))
     hard = generate([t for a, b, _ in rows for t in (a, b)], hard_per_kind, seed)
     random.Random(seed).shuffle(rows)
-    return rows[:limit] + [(a, b, label) for a, b, label, _ in hard]
+    written = [(a, b, label) for a, b, label, _ in written_pairs()]
+    return rows[:limit] + [(a, b, label) for a, b, label, _ in hard] + written
 
 
 def near(rows: list[Row], embed: Callable[[list[str]], np.ndarray], min_cosine: float) -> list[Row]:
