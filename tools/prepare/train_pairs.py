@@ -1,8 +1,9 @@
 """The cross-encoder's training pairs, chosen before it trains.
 
 QQP's train split (``limit`` pairs drawn, or all) plus the generated hard pairs
-(``hard_pairs``); with ``--min-cosine``, only the pairs the cache would ask about: below the
-candidate floor (0.80) no verifier runs, so easy negatives would only spend training steps.
+(``hard_pairs``) and the written contrast sets already read (``written_pairs``); with
+``--min-cosine``, only the pairs the cache would ask about: below the candidate floor
+(0.80) no verifier runs, so easy negatives would only spend training steps.
 The margin under the floor covers a cosine moving a little between builds.
 
 Runs in edgecore's own environment, before the training (which runs in the preparation
@@ -52,8 +53,8 @@ def load_train_pairs(path: Path, limit: int | None, seed: int, hard_per_kind: in
                     rows.append((r["text_a"], r["text_b"], int(r["label"])))
     hard = generate([t for a, b, _ in rows for t in (a, b)], hard_per_kind, seed)
     random.Random(seed).shuffle(rows)
-    written = [(a, b, label) for a, b, label, _ in written_pairs()]
-    return rows[:limit] + [(a, b, label) for a, b, label, _ in hard] + written
+    extra = [*hard, *written_pairs()]
+    return rows[:limit] + [(a, b, label) for a, b, label, _ in extra]
 
 
 def near(rows: list[Row], embed: Callable[[list[str]], np.ndarray], min_cosine: float) -> list[Row]:
