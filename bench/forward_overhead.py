@@ -13,7 +13,12 @@ clients (HTTP/1.1 from this process; every request streams, ``max_tokens`` 20):
 - ``litellm``: through the LiteLLM proxy (``litellm[proxy]`` in its own venv,
   ``openai/<model>`` with ``api_base`` = the same upstream, a master key, logging off);
 - ``bare`` (fake upstream): ``bench.bare_relay``, the edge's server and HTTP/2 client
-  relaying bytes with no edgecore code: the floor of what this stack can add.
+  relaying bytes with no edgecore code: the floor of what this stack can add;
+- ``direct-h2``: straight to the upstream as ``direct``, over HTTP/2 (prior knowledge, one
+  connection, as the edge talks to a core). Its overhead over ``direct`` is what HTTP/2
+  itself costs, client and server; the edge's overhead over it is what the edge adds besides
+  the hop to the core, which is what ``x-edgecore-overhead-ms`` counts (the time waiting on
+  the tier is left out of it, and the HTTP/2 exchange with the core happens in that time).
 
 With ``--baseline REF`` (fake upstream), a fourth path ``before`` is an edge running that
 commit's code (a git worktree, the same venv and settings), measured in the same rounds:
@@ -30,8 +35,9 @@ and its children during the measured requests). Each concurrency runs in two rou
 the second in reverse path order, so drift hits all paths alike.
 Targets (issue 35; reported, not asserted): edge TTFT overhead p50 <= 0.1x LiteLLM's; edge
 requests per CPU-second >= 10x LiteLLM's; the edge's own ``x-edgecore-overhead-ms`` p50
-within 20 % of the overhead clients measure. Machines here are noisy and have 2 cores
-shared by client, proxy and upstream: compare ratios from one run.
+within 20 % of the overhead clients measure (checked against ``direct`` and ``direct-h2``).
+Machines here are noisy and have 2 cores shared by client, proxy and upstream: compare
+ratios from one run.
 """
 
 from __future__ import annotations
@@ -73,7 +79,6 @@ from bench.forward_overhead_report import overheads, plot, table, targets
 from edge.tenancy.keys import add_key
 
 MODEL = "smollm2-135m-instruct"  # the edge's core_model: forwarded by rule, never embedded
-PATHS = ("direct", "edge", "litellm")
 MAX_TOKENS = 20
 CHAT = "/v1/chat/completions"
 
@@ -84,6 +89,7 @@ class Target:
     url: str  # the chat completions URL
     pid: int | None  # the proxy process whose CPU time is counted
     headers: dict[str, str] = field(default_factory=dict)
+    http2: bool = False  # the client speaks HTTP/2 to it (prior knowledge)
 
 
 @contextmanager
@@ -157,8 +163,12 @@ async def measure(
     acc: dict[str, dict[str, Any]] = {
         p.name: {"ttft": [], "total": [], "edge_ms": [], "wall": 0.0, "cpu": 0.0} for p in paths
     }
-    async with httpx.AsyncClient(limits=limits, timeout=600) as client:
+    async with (
+        httpx.AsyncClient(limits=limits, timeout=600) as h1,
+        httpx.AsyncClient(limits=limits, timeout=600, http1=False, http2=True) as h2,
+    ):
         for p in paths:  # warm up connections and code paths
+            client = h2 if p.http2 else h1
             await asyncio.gather(
                 *(stream_chat(client, p.url, body(i), p.headers) for i in range(min(clients, 8)))
             )
@@ -169,7 +179,7 @@ async def measure(
                 progress(f"  {p.name:<8} {clients:>3} clients, round {r + 1}/{rounds} ...")
 
                 async def op(i: int, p: Target = p, a: dict[str, Any] = a) -> None:
-                    s = await stream_chat(client, p.url, body(i), p.headers)
+                    s = await stream_chat(h2 if p.http2 else h1, p.url, body(i), p.headers)
                     a["ttft"].append(s.ttft_ms)
                     a["total"].append(s.total_ms)
                     if "x-edgecore-overhead-ms" in s.headers:
@@ -256,8 +266,10 @@ def fake_upstream(
             before_url, before_pid = es.enter_context(
                 edge_process(tmp / "edge-before.log", source=tree, **settings())
             )
-            edge = paths[1]
-            paths.insert(2, Target("before", before_url + CHAT, before_pid, edge.headers))
+            edge = next(p for p in paths if p.name == "edge")
+            paths.insert(
+                paths.index(edge) + 1, Target("before", before_url + CHAT, before_pid, edge.headers)
+            )
         runs = asyncio.run(run_paths(paths, clients, requests))
         return {"runs": runs, "litellm_version": version}
 
@@ -286,6 +298,7 @@ def _paths(
 ) -> list[Target]:
     return [
         Target("direct", upstream + CHAT, None, upstream_headers or {}),
+        Target("direct-h2", upstream + CHAT, None, upstream_headers or {}, http2=True),
         Target(
             "edge",
             edge + CHAT,

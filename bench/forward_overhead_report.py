@@ -60,6 +60,17 @@ def targets(runs: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
             out[str(clients)]["edge_ttft_overhead_p50_vs_before_ms"] = round(
                 e["ttft_p50_ms"] - b["ttft_p50_ms"], 3
             )
+        if "direct-h2" in paths:  # HTTP/2's own cost: the header leaves the core's hop out
+            h2 = over[f"direct-h2@{clients}"]["ttft_p50_ms"]
+            beyond = measured - h2
+            out[str(clients)] |= {
+                "http2_overhead_p50_ms": h2,
+                "edge_overhead_beyond_http2_p50_ms": round(beyond, 3),
+                "edge_header_within_20pct_beyond_http2": (
+                    header is not None and beyond > 0
+                    and abs(header - beyond) <= HEADER_AGREES * beyond
+                ),
+            }  # fmt: skip
         if "bare" in paths:  # the same server and client with no edgecore code: the floor
             bare, bcpu = over[f"bare@{clients}"]["ttft_p50_ms"], paths["bare"]["requests_per_cpu_s"]
             out[str(clients)] |= {
@@ -113,6 +124,15 @@ def table(results: dict[str, Any]) -> str:
                 f"header p50 {hdr if hdr is None else f'{hdr:.2f}'} ms vs measured "
                 f"(within {HEADER_AGREES:.0%}: {_yes(t['edge_header_within_20pct'])})"
             )
+            if "http2_overhead_p50_ms" in t:
+                agrees = _yes(t["edge_header_within_20pct_beyond_http2"])
+                lines.append(
+                    f"http/2 {upstream} @{clients}: straight to the upstream over HTTP/2 adds "
+                    f"{t['http2_overhead_p50_ms']:.2f} ms TTFT p50; the edge adds "
+                    f"{t['edge_overhead_beyond_http2_p50_ms']:.2f} ms beyond it, the header "
+                    f"{hdr if hdr is None else f'{hdr:.2f}'} ms "
+                    f"(within {HEADER_AGREES:.0%}: {agrees})"
+                )
             if "bare_overhead_p50_ms" in t:
                 lines.append(
                     f"floor {upstream} @{clients}: a bare relay on the same server and client "
