@@ -283,8 +283,8 @@ def comparisons(text: str) -> list[str]:
     return [_COMPARISONS[m.group()] for m in _COMPARISON.finditer(text.lower())]
 
 
-# Units, each with the ways it is written: the contrast check reads a change of unit, the
-# rewording step folds each spelling to its unit ("mg" / "milligrams").
+# Units, each with the ways it is written: the rewording step folds each spelling to its unit
+# ("mg" / "milligrams"), and the swap checks read one unit however it is spelt.
 UNITS = {
     "celsius": "celsius centigrade", "fahrenheit": "fahrenheit", "kelvin": "kelvin",
     "km": "km kilometer kilometers kilometre kilometres", "mile": "mile miles mi",

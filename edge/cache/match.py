@@ -14,9 +14,10 @@ one decided; ``eval cache --show-false-hits`` and the debug log print them):
    served, unless the operator opted in to a plain cosine threshold (``min_similarity``).
 4. ``veto:contrast``: a candidate whose question asks the opposite of the new one
    (``contrast_by``: a swapped direction or argument order, an antonym, a negation, another
-   operator, number, unit or name, an added condition) is never served, whatever its
-   cosine or score: such pairs embed at 0.95-0.99 and QQP, the verifier's training data,
-   rarely shows them.
+   operator or number, an added condition) is never served, whatever its cosine or score:
+   such pairs embed at 0.95-0.99 and QQP, the verifier's training data, rarely shows them.
+   Another name or unit is left to ``told_apart`` and the models (stop 62: the veto for
+   them refused nothing they would have served).
 5. ``reworded``: a candidate that is the new question reworded (contractions, filler,
    plurals, listed synonyms, a moved qualifier; the same words in meaning, every operator,
    number and negation kept) is served: the MLP, trained on QQP's noisy near-identical

@@ -70,10 +70,6 @@ order | What is the slope of y = 3x + 2? | What is the slope of y = 2x + 3?
 number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
 number | How many calories are in 2 eggs? | How many calories are in three eggs?
 number | How many calories are in one egg? | How many calories are in 2 eggs?
-unit | How many grams are in a cup of sugar? | How many ounces are in a cup of sugar?
-unit | How much is 10 dollars in yen? | How much is 10 euros in yen?
-entity | How do I install Python on ubuntu? | How do I install Python on windows?
-entity | Do I need a visa to visit Japan? | Do I need a visa to visit China?
 condition | How do I reset my router? | How do I reset my router if I forgot the password?
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
@@ -140,6 +136,17 @@ antonym | how do I brighten a dim hallway | how do I darken a bright hallway
 antonym | how to lighten hair that went too dark | how to darken hair that went too light
 antonym | what does the left hemisphere control | what does the right hemisphere control
 """)
+
+# (kind, cached, asked): another unit or name. No rule tells these apart since stop 62 (the
+# veto for them refused nothing the rest of the decision would serve): the verifier's
+# ``told_apart`` refuses a new capitalised name, the models the rest.
+LEFT_TO_THE_MODELS = _table("""
+unit | How many grams are in a cup of sugar? | How many ounces are in a cup of sugar?
+unit | How much is 10 dollars in yen? | How much is 10 euros in yen?
+entity | How do I install Python on ubuntu? | How do I install Python on windows?
+entity | Do I need a visa to visit Japan? | Do I need a visa to visit China?
+""")
+MODEL_KINDS = {kind for kind, _, _ in LEFT_TO_THE_MODELS}
 
 # (kind, cached, asked): the same question; the shipped decision serves each of these.
 PARAPHRASES = _table("""
@@ -278,18 +285,21 @@ def test_the_dev_set_is_large_enough_and_told_apart() -> None:
     opposite = [r for r in rows if r["label"] == 0]
     same = [r for r in rows if r["label"] == 1]
     assert len(opposite) >= 150 and len(same) >= 100
-    assert {r["kind"] for r in opposite} == set(CONTRASTS)
+    assert {r["kind"] for r in opposite} == set(CONTRASTS) | MODEL_KINDS
     assert len({(r["text_a"], r["text_b"]) for r in rows}) == len(rows)
-    # Every opposite is told apart; few paraphrases are (the rules were written with this
-    # set at hand: ``bench.contrast_eval`` reports it as such, not as a generalisation).
-    assert [r for r in opposite if contrast_by(r["text_a"], r["text_b"]) is None] == []
+    # Every opposite of a kind the rules own is told apart; few paraphrases are (the rules
+    # were written with this set at hand: ``bench.contrast_eval`` reports it as such, not as
+    # a generalisation). Units and names: test_the_models_refuse_the_sets_units_and_names.
+    ruled = [r for r in opposite if r["kind"] not in MODEL_KINDS]
+    assert [r for r in ruled if contrast_by(r["text_a"], r["text_b"]) is None] == []
     flagged = [r for r in same if contrast_by(r["text_a"], r["text_b"]) is not None]
     assert len(flagged) <= len(same) // 20, flagged
     # The hold-out set, written after the rules: its first run told apart 66 of its 73
     # opposites (the rest now are); none of its paraphrases.
     held = [json.loads(line) for line in HOLDOUT.read_text().splitlines() if line.strip()]
     told = [contrast_by(r["text_a"], r["text_b"]) is not None for r in held]
-    assert all(t for t, r in zip(told, held, strict=True) if r["label"] == 0)
+    ruled = [r["label"] == 0 and r["kind"] not in MODEL_KINDS for r in held]
+    assert all(t for t, r in zip(told, ruled, strict=True) if r)
     assert not any(t for t, r in zip(told, held, strict=True) if r["label"] == 1)
 
 
@@ -360,6 +370,26 @@ def test_the_shipped_decision_does_not_serve_an_opposite(
     assert not match.serve, (cosine, match)
     if cosine >= shipped[1].policy.floor:  # a candidate: told apart, with the reason
         assert (match.reason, match.contrast) == ("contrast", kind)
+
+
+@pytest.mark.parametrize(("kind", "cached", "asked"), LEFT_TO_THE_MODELS)
+def test_another_unit_or_name_is_refused_by_the_models(
+    shipped: tuple[Embedder, Matcher], kind: str, cached: str, asked: str
+) -> None:
+    assert contrast_by(cached, asked) is None and contrast_by(asked, cached) is None
+    cosine, match = _decide(shipped, cached, asked)
+    assert not match.serve and match.contrast is None, (cosine, match)
+
+
+def test_the_models_refuse_the_sets_units_and_names(shipped: tuple[Embedder, Matcher]) -> None:
+    """The dev and hold-out sets' other units and names (38), which the rules no longer
+    read, are refused by the rest of the decision with the test build's models."""
+    rows = [json.loads(line) for path in (DEV, HOLDOUT) for line in path.read_text().splitlines()
+            if line.strip()]  # fmt: skip
+    pairs = [(r["text_a"], r["text_b"]) for r in rows
+             if r["label"] == 0 and r["kind"] in MODEL_KINDS]  # fmt: skip
+    assert len(pairs) >= 30
+    assert [p for p in pairs if _decide(shipped, *p)[1].serve] == []
 
 
 # The test build's models score some questions against themselves near the threshold (the

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge.cache.contrast import contrast_by
 from edge.cache.contrast_swaps import coordinated_swap
 from edge.cache.eval import load_pairs, operating_points
 from edge.cache.match import Candidate, Matcher, MatchPolicy, confidence, load_matcher
@@ -184,7 +183,7 @@ def test_an_asked_question_that_names_something_new_is_told_apart() -> None:
 )
 def test_an_acronym_and_its_words_are_one_name(cached: str, asked: str, new: set[str]) -> None:
     assert new_names(cached, asked) == new
-    assert (contrast_by(cached, asked) == "entity") is bool(new)
+    assert (told_apart_by(cached, asked) == "names") is bool(new)
 
 
 def test_an_asked_text_that_asks_more_questions_is_told_apart() -> None:
