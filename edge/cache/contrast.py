@@ -18,6 +18,7 @@ from edge.cache.contrast_negation import (
     asks_the_same,
     content_lemmas,
     framed,
+    lemma,
     negation_moved,
     negations,
 )
@@ -208,13 +209,25 @@ _WH = frozenset("what which how who where why".split())
 _NOT_A_CLAUSE = QUESTION_WORDS | frozenset(("and", "or"))
 
 
+def _one_of(word: str, words: frozenset[str]) -> bool:
+    return word in words or lemma(word) in words  # "wondering": "wonder"
+
+
+def _whether_if(words: Sequence[str], i: int) -> bool:
+    """Whether the "if" at ``i`` means whether, or is manners: "tell if", "find out if",
+    "I was wondering if", "tell me if"; "sorry if"."""
+    if i and _one_of(words[i - 1], _IF_NOT_A_CONDITION):
+        return True
+    return i > 1 and words[i - 1] in ("me", "us") and _one_of(words[i - 2], WHETHER)
+
+
 def conditional(text: str) -> bool:
     """Whether a question carries a condition ("... if I am pregnant", "... without yeast",
     "When cooking steak, ..."); "when" opening a question ("When should I ...?") asks."""
     words = contrast_words(text)
     for i, w in enumerate(words):
-        if w == "if" and i and words[i - 1] in _IF_NOT_A_CONDITION:
-            continue  # "tell if", "find out if": whether; "sorry if": manners
+        if w == "if" and _whether_if(words, i):
+            continue
         if w == "while" and i and words[i - 1] == "a":
             continue  # "for a while": a time, not "while I am ..."
         if w in _CONDITIONS and not (w == "given" and i == 0):
@@ -231,24 +244,23 @@ def conditional(text: str) -> bool:
     return False
 
 
-def _asks(words: Sequence[str]) -> bool:
-    return any(w in QUESTION_WORDS or w == "am" for w in words)
-
-
-_PREMISE_ENDS = frozenset(",;:.")
 _CONDITION_WORDS = _CONDITIONS | {"when"}
+# Conditions that name what they set; an exception ("except", "unless") always excludes.
+_NAMING = frozenset(("if", "when", "whenever", "while", "during"))
 
 
-def premise_restated(cached: str, asked: str) -> bool:
-    """One question states as a premise what the other sets as its condition, in the same
-    words ("I just got a speeding ticket, will my insurance go up?" / "Will my insurance go
-    up if I just got a speeding ticket?")."""
+def condition_adds_nothing(cached: str, asked: str) -> bool:
+    """Whether the question with a condition ("if", "when", "while", "during") has no content
+    word the other lacks: the same question with its premise stated as a condition ("I just
+    got a speeding ticket, will my insurance go up?" / "Will my insurance go up if I just got
+    a speeding ticket?"), the condition moved ("when traveling to Italy do I need an
+    adapter" / "do I need an adapter when traveling to Italy") or read as one ("during a
+    night shift" / "on a night shift"). The written sets write all of these as rewordings."""
     a, b = contrast_words(cached), contrast_words(asked)
-    plain = b if conditional(cached) else a
-    cut = next((i for i, w in enumerate(plain) if w in _PREMISE_ENDS), None)
-    if not plain or _asks(plain[:1]) or cut is None or not _asks(plain[cut + 1 : cut + 2]):
+    with_it, other = (a, b) if conditional(cached) else (b, a)
+    if any(w in _CONDITIONS and w not in _NAMING for w in with_it):
         return False
-    return content_lemmas(a, _CONDITION_WORDS) == content_lemmas(b, _CONDITION_WORDS)
+    return set(content_lemmas(with_it, _CONDITION_WORDS)) <= set(content_lemmas(other))
 
 
 # A goal flipped with no antonym word: one question asks how to keep something from
@@ -328,8 +340,9 @@ def contrast_by(cached: str, asked: str) -> str | None:
     not ...?"), or negates another thing ("a package I didn't order" / "didn't get a
     package I ordered"); "operator": another operator or sign in a formula or code ("2x + 3 = 7" /
     "2x - 3 = 7"); "number": other numbers ("iPhone 14" / "iPhone 15"); "condition": one
-    carries a condition the other lacks ("... if I am pregnant?"), or a qualifier after the
-    whole question ("... for beginners").
+    carries a condition the other lacks ("... if I am pregnant?"; not one that names nothing
+    the other lacks, ``condition_adds_nothing``), or a qualifier after the whole question
+    ("... for beginners").
     Another name ("in Japan" / "in China") or unit ("grams" / "ounces") is not a contrast
     here: the verifier's ``told_apart`` step refuses a new capitalised name, and the models
     the rest. Measured at stop 62, these two vetoes refused no different question the rest
@@ -358,6 +371,7 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return "number"
     if added_scope(cached, asked):
         return "condition"
-    if conditional(cached) != conditional(asked) and not premise_restated(cached, asked):
-        return "condition"
+    if conditional(cached) != conditional(asked):
+        if not condition_adds_nothing(cached, asked):
+            return "condition"
     return None

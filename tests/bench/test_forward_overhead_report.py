@@ -18,6 +18,18 @@ def over(edge_ms: float, litellm_ms: float) -> dict[str, Any]:
     return {"edge@1": {"ttft_p50_ms": edge_ms}, "litellm@1": {"ttft_p50_ms": litellm_ms}}
 
 
+def rendered(r: dict[str, Any], o: dict[str, Any]) -> str:
+    """The table for runs ``r`` with TTFT p50 overheads ``o`` (every other figure 1.0)."""
+    for paths in r.values():
+        for row in paths.values():
+            row.update(ttft={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0}, per_s=1.0,
+                       total={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0})  # fmt: skip
+    full = {k: {f"{m}_{q}_ms": v["ttft_p50_ms"] for m in ("ttft", "total")
+                for q in ("p50", "p95", "p99")} for k, v in o.items()}  # fmt: skip
+    return table({"upstreams": {"fake": {"runs": r, "overhead_ms": full,
+                                         "targets": targets(r, full)}}})  # fmt: skip
+
+
 def test_the_targets_are_issue_35s() -> None:
     met = targets(runs(120.0, 1.1), over(1.0, 20.0))["1"]
     assert met["edge_overhead_le_tenth_of_litellm"] and met["edge_vs_litellm_overhead_p50"] == 0.05
@@ -34,14 +46,7 @@ def test_the_targets_are_issue_35s() -> None:
 
 def test_the_table_says_each_target() -> None:
     r = runs(80.0, 1.33)
-    for paths in r.values():
-        for row in paths.values():
-            row.update(ttft={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0}, per_s=1.0,
-                       total={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0})  # fmt: skip
-    o = {k: {f"{m}_{q}_ms": v["ttft_p50_ms"] for m in ("ttft", "total")
-             for q in ("p50", "p95", "p99")} for k, v in over(9.04, 40.0).items()}  # fmt: skip
-    data = {"runs": r, "overhead_ms": o, "targets": targets(r, o)}
-    text = table({"upstreams": {"fake": data}})
+    text = rendered(r, over(9.04, 40.0))
     assert "0.226x LiteLLM's (<= 0.1x: NO)" in text
     assert "8.0x (>= 10x: NO)" in text
     assert "header p50 1.33 ms vs measured (within 20%: NO)" in text
@@ -55,14 +60,7 @@ def test_the_bare_relay_is_the_floor() -> None:
     met = targets(r, o)["1"]
     assert met["bare_vs_litellm_overhead_p50"] == 0.15 and met["bare_overhead_p50_ms"] == 6.0
     assert met["bare_per_cpu_vs_litellm"] == 16.0 and met["edge_per_cpu_vs_bare"] == 0.5
-    for paths in r.values():
-        for row in paths.values():
-            row.update(ttft={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0}, per_s=1.0,
-                       total={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0})  # fmt: skip
-    full = {k: {f"{m}_{q}_ms": v["ttft_p50_ms"] for m in ("ttft", "total")
-                for q in ("p50", "p95", "p99")} for k, v in o.items()}  # fmt: skip
-    text = table({"upstreams": {"fake": {"runs": r, "overhead_ms": full,
-                                          "targets": targets(r, full)}}})  # fmt: skip
+    text = rendered(r, o)
     assert "adds 6.00 ms TTFT p50, 0.15x LiteLLM's" in text
     assert "the edge keeps 0.5x of the bare relay's req/CPU-s" in text
 
@@ -81,13 +79,6 @@ def test_the_header_is_also_held_to_the_overhead_beyond_http2() -> None:
     low = runs(120.0, 0.5)
     low["1"]["direct-h2"] = {}
     assert not targets(low, o)["1"]["edge_header_within_20pct_beyond_http2"]
-    for paths in r.values():
-        for row in paths.values():
-            row.update(ttft={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0}, per_s=1.0,
-                       total={"p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0})  # fmt: skip
-    full = {k: {f"{m}_{q}_ms": v["ttft_p50_ms"] for m in ("ttft", "total")
-                for q in ("p50", "p95", "p99")} for k, v in o.items()}  # fmt: skip
-    text = table({"upstreams": {"fake": {"runs": r, "overhead_ms": full,
-                                          "targets": targets(r, full)}}})  # fmt: skip
+    text = rendered(r, o)
     assert "over HTTP/2 adds 0.80 ms TTFT p50; the edge adds 1.50 ms beyond it" in text
     assert "the header 1.40 ms (within 20%: yes)" in text
