@@ -156,6 +156,20 @@ def decide_all(
     return served, reasons, scores
 
 
+def veto_ledger(
+    served_before: np.ndarray, reasons_after: list[str], labels: np.ndarray
+) -> dict[str, dict[str, int]]:
+    """Per contrast veto, the pairs it refused that the rest of the decision (without the
+    veto) would have served: different questions caught, rewordings lost. A veto that
+    catches nothing the models would serve is one to retire (docs/cache.md, stop 62)."""
+    out: dict[str, dict[str, int]] = {}
+    for before, why, label in zip(served_before, reasons_after, labels, strict=True):
+        if before and why.startswith("contrast:"):
+            kind = out.setdefault(why.removeprefix("contrast:"), {"caught": 0, "lost": 0})
+            kind["lost" if label else "caught"] += 1
+    return dict(sorted(out.items()))
+
+
 def variants(matcher: Matcher) -> dict[str, Matcher]:
     return {
         "before": matcher.with_policy(contrast=False),
@@ -169,8 +183,10 @@ def dev_set(rows: list[dict[str, Any]], embedder: Embedder, matcher: Matcher) ->
     va, vb, labels = scored(pairs, embedder)
     cosine = np.einsum("ij,ij->i", va, vb)
     out: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum())}
+    decided = {}
     for name, m in variants(matcher).items():
         served, reasons, _ = decide_all(pairs, va, vb, m, embedder)
+        decided[name] = served, reasons
         kinds: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "served": 0})
         for r, s in zip(rows, served, strict=True):
             k = kinds[f"{'paraphrase' if r['label'] else 'opposite'}/{r['kind']}"]
@@ -189,6 +205,7 @@ def dev_set(rows: list[dict[str, Any]], embedder: Embedder, matcher: Matcher) ->
             "served_opposites": [p for p, s, r in listed if s and not r["label"]],
             "missed_paraphrases": [p for p, s, r in listed if not s and r["label"]],
         }
+    out["vetoes"] = veto_ledger(decided["before"][0], decided["after"][1], labels)
     out["cosine"] = {
         "opposites_median": round(float(np.median(cosine[labels == 0])), 4),
         "opposites_at_least_0.95": int(((cosine >= 0.95) & (labels == 0)).sum()),
@@ -203,8 +220,10 @@ def pair_set(
     progress(f"{name}: {len(pairs)} pairs ...")
     va, vb, labels = scored(pairs, embedder)
     out: dict[str, Any] = {"rows": len(pairs), "positives": int(labels.sum())}
+    decided = {}
     for variant, m in variants(matcher).items():
         served, reasons, scores = decide_all(pairs, va, vb, m, embedder)
+        decided[variant] = served, reasons
         vetoed: dict[str, int] = defaultdict(int)
         for why, label in zip(reasons, labels, strict=True):
             if why.startswith("contrast:"):
@@ -214,6 +233,7 @@ def pair_set(
             **operating_points(scores, labels),
             "contrast_vetoes": dict(sorted(vetoed.items())),
         }
+    out["vetoes"] = veto_ledger(decided["before"][0], decided["after"][1], labels)
     return out
 
 
@@ -222,7 +242,34 @@ def table(results: dict[str, Any]) -> str:
     for name in SETS:
         if results.get(name):
             lines.extend(contrast_table(name, results[name]))
-    return "\n".join(lines + pair_table(results))
+    return "\n".join(lines + pair_table(results) + veto_table(results))
+
+
+def veto_table(results: dict[str, Any]) -> list[str]:
+    """Each veto's ledger, summed over the contrast sets, and on QQP and GPTCache."""
+    columns = {"contrast sets": [n for n in SETS if results.get(n)]} | {
+        n: [n] for n in ("qqp-test", "gptcache-paraphrases") if results.get(n)
+    }
+    totals: dict[str, dict[str, list[int]]] = {}
+    for i, names in enumerate(columns.values()):
+        for name in names:
+            for kind, k in results[name].get("vetoes", {}).items():
+                row = totals.setdefault(
+                    kind, {"caught": [0] * len(columns), "lost": [0] * len(columns)}
+                )
+                row["caught"][i] += k["caught"]
+                row["lost"][i] += k["lost"]
+    head = "".join(f"{c:>22}" for c in columns)
+    lines = [
+        "contrast vetoes: what each refused that the decision without it would serve,",
+        f"  caught (different) / lost (same)  {head}",
+    ]
+    for kind, row in sorted(totals.items()):
+        cells = "".join(
+            f"{f'{c} / {x}':>22}" for c, x in zip(row["caught"], row["lost"], strict=True)
+        )
+        lines.append(f"  {kind:<33}{cells}")
+    return lines
 
 
 def contrast_table(name: str, dev: dict[str, Any]) -> list[str]:
