@@ -91,7 +91,6 @@ Prints a table and writes ``bench/results/contrast_eval.json``.
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -105,6 +104,7 @@ from edge.cache.match import Matcher, load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 from tools.prepare.pair_split import split
+from tools.prepare.written_pairs import read_set
 
 DEV = Path(__file__).resolve().parents[1] / "tests" / "data" / "contrast_dev.jsonl"
 HOLDOUT = DEV.with_name("contrast_holdout.jsonl")
@@ -129,11 +129,6 @@ SETS = {
     "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10, "blind11": BLIND11,
     "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14, "blind15": BLIND15,
 }  # fmt: skip
-
-
-def load_dev(path: Path) -> list[dict[str, Any]]:
-    with path.open() as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def decide_all(
@@ -338,7 +333,7 @@ def run_all(args: argparse.Namespace) -> Results:
             "candidate_floor": matcher.policy.floor,
             "cross_encoder": matcher.blocking,
         },
-        **{name: dev_set(load_dev(getattr(args, name)), embedder, matcher) for name in SETS},
+        **{name: dev_set(read_set(getattr(args, name)), embedder, matcher) for name in SETS},
     }
     qqp = args.data / "qqp_pairs.jsonl"
     if args.limit == 0:

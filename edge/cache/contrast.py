@@ -249,18 +249,20 @@ _CONDITION_WORDS = _CONDITIONS | {"when"}
 _NAMING = frozenset(("if", "when", "whenever", "while", "during"))
 
 
-def condition_adds_nothing(cached: str, asked: str) -> bool:
-    """Whether the question with a condition ("if", "when", "while", "during") has no content
-    word the other lacks: the same question with its premise stated as a condition ("I just
-    got a speeding ticket, will my insurance go up?" / "Will my insurance go up if I just got
-    a speeding ticket?"), the condition moved ("when traveling to Italy do I need an
-    adapter" / "do I need an adapter when traveling to Italy") or read as one ("during a
-    night shift" / "on a night shift"). The written sets write all of these as rewordings."""
-    a, b = contrast_words(cached), contrast_words(asked)
-    with_it, other = (a, b) if conditional(cached) else (b, a)
-    if any(w in _CONDITIONS and w not in _NAMING for w in with_it):
+def condition_adds_nothing(with_it: str, other: str) -> bool:
+    """Whether ``with_it``, the question with a condition ("if", "when", "while", "during"),
+    has no content word ``other`` lacks: the same question with its premise stated as a
+    condition ("I just got a speeding ticket, will my insurance go up?" / "Will my insurance
+    go up if I just got a speeding ticket?"), the condition moved ("when traveling to Italy
+    do I need an adapter" / "do I need an adapter when traveling to Italy") or read as one
+    ("during a night shift" / "on a night shift"). The written sets write all of these as
+    rewordings."""
+    words = contrast_words(with_it)
+    if any(w in _CONDITIONS and w not in _NAMING for w in words):
         return False
-    return set(content_lemmas(with_it, _CONDITION_WORDS)) <= set(content_lemmas(other))
+    return set(content_lemmas(words, _CONDITION_WORDS)) <= set(
+        content_lemmas(contrast_words(other))
+    )
 
 
 # A goal flipped with no antonym word: one question asks how to keep something from
@@ -371,7 +373,7 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return "number"
     if added_scope(cached, asked):
         return "condition"
-    if conditional(cached) != conditional(asked):
-        if not condition_adds_nothing(cached, asked):
+    if (with_it := conditional(cached)) != conditional(asked):
+        if not condition_adds_nothing(*((cached, asked) if with_it else (asked, cached))):
             return "condition"
     return None

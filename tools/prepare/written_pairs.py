@@ -32,19 +32,22 @@ def written_pairs(data: Path = DATA) -> list[tuple[str, str, int, str]]:
     once, in file order, leaving out any pair a held-out set also has; none where the sets
     are not at hand (an install without tests)."""
     seen = {_key(r) for path in sorted(data.glob("contrast_*.jsonl")) if path.stem not in TRAINED
-            for r in _read(path)}  # fmt: skip
+            for r in read_set(path)}  # fmt: skip
     rows = []
     for name in TRAINED:
         path = data / f"{name}.jsonl"
-        for r in _read(path) if path.is_file() else []:
+        for r in read_set(path) if path.is_file() else []:
             if _key(r) not in seen:
                 seen.add(_key(r))
                 rows.append((r["text_a"], r["text_b"], int(r["label"]), f"written:{r['kind']}"))
     return rows
 
 
-def _read(path: Path) -> list[dict[str, str]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def read_set(path: Path) -> list[dict[str, str]]:
+    """One contrast set's rows (JSON lines). Read by line, not ``str.splitlines()``: that
+    would also split a text at U+2028 and its kin."""
+    with path.open() as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def _key(r: dict[str, str]) -> frozenset[str]:
