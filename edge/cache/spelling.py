@@ -15,7 +15,10 @@ A fix is a guess, so it is narrow and checked:
   which is how real words the dictionary lacks differ from ones it has ("sharding" is not
   "sharing", "struct" not "struck");
 - the fix keeps the first letter, where typos are rare ("async" is not "sync");
-- exactly one such word; two ("strng": string or strong), no fix.
+- of the words a typo could be a slip of, the most common in the dictionary's counts
+  ("aply": apply, not aptly or amply; "stor": store, not story), as spellers rank them. A
+  wrong guess finds no cached question with its word ("strng" read as "strong" beside "split
+  a string"), so it costs a miss, never a wrong answer.
 
 The second look reads both questions through the same fixes (``Respelling.read``), and
 only from a cached question that has every fixed word or the same typo, so the decision
@@ -149,9 +152,9 @@ def _replaced(text: str, mapping: dict[str, str]) -> str:
 
 
 class Speller:
-    """The English frequency dictionary symspellpy ships, as a plain set of words: loaded
-    once in the lifespan (tens of milliseconds); ``respell`` is tens of microseconds a
-    misspelt word.
+    """The English frequency dictionary symspellpy ships, as a plain word -> count mapping:
+    loaded once in the lifespan (tens of milliseconds); ``respell`` is tens of microseconds
+    a misspelt word.
 
     Not symspellpy's ``SymSpell`` index: its precomputed deletes are about 400,000 Python
     objects the garbage collector walks, and each full collection then took 110 ms instead
@@ -165,22 +168,23 @@ class Speller:
             lines = source.read_text(encoding="utf-8").splitlines()
         except (FileNotFoundError, ModuleNotFoundError) as exc:
             raise OSError(f"symspellpy's dictionary is missing: {exc}") from exc
-        # A set of str is not tracked by the garbage collector.
-        self._words = frozenset(line.split(" ", 1)[0] for line in lines if line)
+        # A dict of str to int is not tracked by the garbage collector.
+        self._counts = {w: int(c) for w, _, c in (line.partition(" ") for line in lines if line)}
 
     def known(self, word: str) -> bool:
-        return word in self._words
+        return word in self._counts
 
     def nearest(self, word: str) -> str | None:
-        """The one dictionary word ``word`` is a slip of (``typo_of``), with its first letter;
-        None when there is none, or more than one ("strng": string or strong)."""
+        """The most common dictionary word ``word`` is a slip of (``typo_of``), with its first
+        letter ("aply": apply, over aptly and amply); None when there is none."""
         n = len(word)
         letters = "abcdefghijklmnopqrstuvwxyz'"  # "dont" is "don't" with one left out
         left_out = {word[:i] + c + word[i:] for i in range(1, n + 1) for c in letters}
         swapped = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, n - 1)}
         doubled = {word[:i] + word[i + 1 :] for i in range(1, n) if word[i] == word[i - 1]}
-        slips = {w for w in left_out | swapped | doubled if w != word and w in self._words}
-        return slips.pop() if len(slips) == 1 else None
+        counts = self._counts
+        slips = [w for w in left_out | swapped | doubled if w != word and w in counts]
+        return max(slips, key=lambda w: (counts[w], w), default=None)
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019  # one Speller per edge, for its life
     def respell(self, text: str) -> Respelling | None:
