@@ -64,7 +64,7 @@ from edge.cache.contrast_swaps import coordinated_swap
 from edge.cache.initialisms import abbreviated_as
 from edge.cache.pair_checks import told_apart_by
 from edge.cache.rewording import reworded
-from edge.cache.spelling import Respelling, Speller, read_alike
+from edge.cache.spelling import Respelling, Speller, embedder_words, read_alike
 from edge.cache.verifier import ARTIFACT, Verifier, pair_features
 from edge.metrics import EdgeMetrics
 from edge.settings import CacheSettings, EdgeSettings
@@ -438,7 +438,7 @@ def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> 
     speller = None
     if verifier is not None and settings.cache.respell:
         try:
-            speller = Speller()
+            speller = Speller(embedder_words(settings.embed_model_dir() / "tokenizer.json"))
         except (ImportError, OSError) as exc:  # the cache works without its second look
             log.error("cache respelling off: %s", exc)
     matcher = Matcher(verifier, MatchPolicy.of(settings.cache), speller)

@@ -10,6 +10,9 @@ A fix is a guess, so it is narrow and checked:
 - only lower-case words of at least four letters (or capitalised where a sentence starts),
   standing alone, that the dictionary does not know: names, acronyms, numbers, identifiers
   ("datasets.utils"), "k8s" and short words ("ur") are left as written;
+- nor a word the embedder reads whole (one WordPiece token): "math", "cyber", "sulfate" and
+  "centered" are missing from the dictionary but are words, and no typo of the contrast
+  sets is one;
 - only a slip of a typing hand: a letter left out, two neighbours swapped or a letter
   doubled ("restrat", "cofee", "grappes"), never another letter put in or in place of one,
   which is how real words the dictionary lacks differ from ones it has ("sharding" is not
@@ -31,9 +34,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
+
+from tokenizers import Tokenizer
 
 MIN_LETTERS = 4
 DICTIONARY = "frequency_dictionary_en_82_765.txt"  # ships in the symspellpy wheel
@@ -133,6 +139,15 @@ def respell(
     return Respelling(respelled, tuple(fixes)) if fixes else None
 
 
+def embedder_words(tokenizer_file: Path) -> list[str]:
+    """The whole lower-case words of a WordPiece tokenizer's vocabulary (no "##" pieces, no
+    "[CLS]"): words its training text used often enough to keep whole."""
+    if not tokenizer_file.is_file():
+        raise OSError(f"no embedder tokenizer at {tokenizer_file}")
+    vocab = Tokenizer.from_file(str(tokenizer_file)).get_vocab()
+    return [w for w in vocab if w.isascii() and w.isalpha() and w.islower()]
+
+
 def _replaced(text: str, mapping: dict[str, str]) -> str:
     """``text`` with each word standing alone that ``mapping`` names (in lower case) replaced,
     a capital kept."""
@@ -162,7 +177,8 @@ class Speller:
     to generate for each unknown word instead.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, also_known: Iterable[str] = ()) -> None:
+        """``also_known``: more words that are never typos (``embedder_words``)."""
         source = resources.files("symspellpy") / DICTIONARY
         try:
             lines = source.read_text(encoding="utf-8").splitlines()
@@ -170,9 +186,10 @@ class Speller:
             raise OSError(f"symspellpy's dictionary is missing: {exc}") from exc
         # A dict of str to int is not tracked by the garbage collector.
         self._counts = {w: int(c) for w, _, c in (line.partition(" ") for line in lines if line)}
+        self._also_known = frozenset(also_known)
 
     def known(self, word: str) -> bool:
-        return word in self._counts
+        return word in self._counts or word in self._also_known
 
     def nearest(self, word: str) -> str | None:
         """The most common dictionary word ``word`` is a slip of (``typo_of``), with its first

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
 from edge.cache.match import Candidate, Matcher, MatchPolicy
-from edge.cache.spelling import Respelling, Speller, respell, typo_of
+from edge.cache.spelling import Respelling, Speller, embedder_words, respell, typo_of
 from edge.cache.step import CacheStep
 from edge.cache.store import CachedAnswer, CacheUnavailable
 from edge.context import Answer
@@ -119,6 +120,18 @@ def test_of_several_slips_the_most_common_word_is_the_fix(
 ) -> None:
     respelled = speller.respell(text)
     assert respelled is not None and respelled.text == fixed
+
+
+def test_a_word_the_embedder_reads_whole_is_no_typo(models_dir: Path) -> None:
+    """The word "math" is missing from the dictionary ("maths" is there): it was fixed to
+    "match". The embedder's vocabulary knows it, as it knows no typo of the contrast sets."""
+    words = embedder_words(models_dir / "all-minilm-l6-v2-onnx" / "tokenizer.json")
+    assert {"math", "cyber", "sulfate"} <= set(words) and not {"##ing", "[CLS]"} & set(words)
+    assert Speller().respell("help with math homework") is not None
+    guarded = Speller(words)
+    assert guarded.respell("help with math homework") is None
+    fixed = guarded.respell("help with math homwork")  # a typo still is one
+    assert fixed is not None and fixed.fixes == (("homwork", "homework"),)
 
 
 def test_a_wrong_guess_finds_no_cached_question_to_confirm_it(speller: Speller) -> None:
