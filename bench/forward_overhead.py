@@ -167,10 +167,13 @@ async def measure(
         httpx.AsyncClient(limits=limits, timeout=600) as h1,
         httpx.AsyncClient(limits=limits, timeout=600, http1=False, http2=True) as h2,
     ):
+        client = {p.name: h2 if p.http2 else h1 for p in paths}
         for p in paths:  # warm up connections and code paths
-            client = h2 if p.http2 else h1
             await asyncio.gather(
-                *(stream_chat(client, p.url, body(i), p.headers) for i in range(min(clients, 8)))
+                *(
+                    stream_chat(client[p.name], p.url, body(i), p.headers)
+                    for i in range(min(clients, 8))
+                )
             )
         per_round = max(1, requests // rounds)
         for r in range(rounds):
@@ -179,7 +182,7 @@ async def measure(
                 progress(f"  {p.name:<8} {clients:>3} clients, round {r + 1}/{rounds} ...")
 
                 async def op(i: int, p: Target = p, a: dict[str, Any] = a) -> None:
-                    s = await stream_chat(h2 if p.http2 else h1, p.url, body(i), p.headers)
+                    s = await stream_chat(client[p.name], p.url, body(i), p.headers)
                     a["ttft"].append(s.ttft_ms)
                     a["total"].append(s.total_ms)
                     if "x-edgecore-overhead-ms" in s.headers:
