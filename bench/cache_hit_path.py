@@ -100,7 +100,9 @@ async def in_process(port: int, entries: list[str], requests: int) -> dict[str, 
     from redisvl.utils.vectorize import CustomTextVectorizer
 
     settings = EdgeSettings()
-    embedder = BatchingEmbedder(Embedder(settings.embed_model_dir()))
+    embedder = BatchingEmbedder(
+        Embedder(settings.embed_model_dir()), workers=settings.embed.worker_count()
+    )
     embedder.start()
     matcher = load_matcher(settings)
 

@@ -54,7 +54,10 @@ async def _load(settings: EdgeSettings) -> tuple[BatchingEmbedder | None, LocalM
     if embed_dir.exists():
         e = await asyncio.to_thread(Embedder, embed_dir, threads=settings.embed.threads)
         embedder = BatchingEmbedder(
-            e, max_batch=settings.embed.max_batch, window_ms=settings.embed.batch_window_ms
+            e,
+            max_batch=settings.embed.max_batch,
+            window_ms=settings.embed.batch_window_ms,
+            workers=settings.embed.worker_count(),
         )
     else:
         log.warning(

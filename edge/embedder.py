@@ -1,6 +1,6 @@
 """Sentence embeddings (all-MiniLM-L6-v2, ONNX INT8) run off the event loop, micro-batched.
 
-Requests that queue up while a batch runs share the next hop to the embedding thread. Inside
+Requests that queue up while a batch runs share the next hop to an embedding thread. Inside
 it each text gets its own ONNX run: the INT8 model quantizes activations dynamically with
 one scale per tensor, so in a padded batch a text's vector depends on its neighbours (the
 same prompt embedded alone and inside a batch of 200 measured cosine 0.976 to itself, lower
@@ -101,17 +101,31 @@ class Embedder:
 
 
 class BatchingEmbedder:
-    """Async front: queues texts, runs them in batches on one worker thread."""
+    """Async front: queues texts, runs them in batches on ``workers`` threads.
 
-    def __init__(self, embedder: Embedder, *, max_batch: int = 32, window_ms: float = 0.0):
+    Each text is still run alone (see the module doc), so a batch only saves hops to a
+    thread; ``workers`` lets the texts that queue together run side by side, one per core
+    (ONNX Runtime releases the GIL while it runs). Each worker takes its share of what is
+    queued, so one does not sit on a long batch while another idles."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        max_batch: int = 32,
+        window_ms: float = 0.0,
+        workers: int = 1,
+    ):
         self.embedder = embedder
         self.max_batch = max_batch
         self.window_s = window_ms / 1000.0
+        self.workers = workers
         self._queue: asyncio.Queue[tuple[str | list[int], asyncio.Future[_Counted]]] = (
             asyncio.Queue()
         )
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
-        self._task: asyncio.Task[None] | None = None
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed")
+        self._tasks: list[asyncio.Task[None]] = []
+        self._busy = 0  # workers running a batch
 
     @property
     def model_id(self) -> str:
@@ -122,11 +136,13 @@ class BatchingEmbedder:
         return self.embedder.dim
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="embed-batcher")
+        self._tasks = [
+            asyncio.create_task(self._run(), name=f"embed-batcher-{i}") for i in range(self.workers)
+        ]
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        await cancel_and_wait([task])
+        tasks, self._tasks = self._tasks, []
+        await cancel_and_wait(tasks)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     @property
@@ -147,10 +163,14 @@ class BatchingEmbedder:
         loop = asyncio.get_running_loop()
         while True:
             batch = [await self._queue.get()]
-            # Take whatever queued up while the previous batch ran (no added latency when
-            # idle); optionally wait a short window for more.
+            # Take this worker's share of whatever queued up while the previous batches ran
+            # (no added latency when idle): split among the workers not running a batch. Or
+            # wait a short window for a whole batch.
+            idle = self.workers - self._busy
+            queued = 1 + self._queue.qsize()
+            share = self.max_batch if self.window_s else min(self.max_batch, -(-queued // idle))
             deadline = loop.time() + self.window_s
-            while len(batch) < self.max_batch:
+            while len(batch) < share:
                 if not self._queue.empty():
                     batch.append(self._queue.get_nowait())
                     continue
@@ -165,6 +185,7 @@ class BatchingEmbedder:
             live = [(t, f) for t, f in batch if not f.done()]  # skip cancelled callers
             if not live:
                 continue
+            self._busy += 1
             try:
                 vectors, counts = await loop.run_in_executor(
                     self._executor, self.embedder.embed_counted, [t for t, _ in live]
@@ -174,6 +195,8 @@ class BatchingEmbedder:
                     if not f.done():
                         f.set_exception(exc)
                 continue
+            finally:
+                self._busy -= 1
             for (_, f), v, n in zip(live, vectors, counts, strict=True):
                 if not f.done():
                     f.set_result((v, n))

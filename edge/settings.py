@@ -23,6 +23,11 @@ from shared.settings import Legacy, ServerSettings
 ENV_PREFIX = "EDGECORE_EDGE_"
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may use (its affinity, where the platform tells)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 class CoreSpec(BaseModel):
     url: str
     priority: int = 0
@@ -107,13 +112,7 @@ class CacheSettings(BaseModel):
 
     def match_workers(self) -> int:
         """``match_threads``, or the CPUs this process may use."""
-        if self.match_threads is not None:
-            return self.match_threads
-        return (
-            len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else os.cpu_count() or 1
-        )
+        return self.match_threads if self.match_threads is not None else usable_cpus()
 
 
 class RouteSettings(BaseModel):
@@ -345,13 +344,24 @@ class EmbedSettings(BaseModel):
         default="edge-minilm-l6-v2",
         description="Its name in /v1/embeddings and /v1/models.",
     )
-    threads: int = Field(default=1, ge=1, description="ONNX Runtime threads.")
+    threads: int = Field(default=1, ge=1, description="ONNX Runtime threads per run.")
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Threads that embed side by side, each text run alone; unset: the CPUs "
+        "this process may use (one thread capped the cache's semantic hits, "
+        "docs/benchmarks.md).",
+    )
     max_batch: int = Field(default=32, ge=1, description="Texts embedded in one batch.")
     batch_window_ms: float = Field(
         default=0.0,
         ge=0.0,
         description="How long the batcher waits for more texts (0: only what queued meanwhile).",
     )
+
+    def worker_count(self) -> int:
+        """``workers``, or the CPUs this process may use."""
+        return self.workers if self.workers is not None else usable_cpus()
 
 
 class RedisSettings(BaseModel):

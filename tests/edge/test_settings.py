@@ -147,3 +147,16 @@ def test_with_cache_changes_the_section_that_is_read() -> None:
     assert (changed.cache.cross_encoder, changed.cache.false_hit_budget) == (False, 0.05)
     assert settings.cache.cross_encoder is True  # a copy
     assert changed.route == settings.route
+
+
+def test_thread_pools_default_to_the_cpus_the_process_may_use(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    from edge.settings import usable_cpus
+
+    s = EdgeSettings()
+    assert s.embed.worker_count() == usable_cpus() == s.cache.match_workers()
+    clean_env.setenv("EDGECORE_EDGE_EMBED__WORKERS", "3")
+    clean_env.setenv("EDGECORE_EDGE_CACHE__MATCH_THREADS", "5")
+    s = EdgeSettings()
+    assert (s.embed.worker_count(), s.cache.match_workers()) == (3, 5)
