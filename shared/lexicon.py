@@ -35,6 +35,14 @@ _CONTRACTIONS = (
     (re.compile(r"\bshan't\b"), "shall not"),
     (re.compile(r"\bain't\b"), "is not"),
     (re.compile(r"n't\b"), " not"),
+    # The same typed without the apostrophe ("dont", "cant", "wont"), as users often do.
+    (re.compile(r"\bcant\b"), "can not"),
+    (re.compile(r"\bwont\b"), "will not"),
+    (re.compile(r"\baint\b"), "is not"),
+    (
+        re.compile(r"\b(do|does|did|is|are|was|were|has|have|had|should|could|would|must)nt\b"),
+        r"\1 not",
+    ),
     (re.compile(r"\b(what|who|where|how|it|that|there|here|he|she|when|why|which)'s\b"), r"\1 is"),
     (re.compile(r"\blet's\b"), "let us"),
     (re.compile(r"'re\b"), " are"),

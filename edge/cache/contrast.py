@@ -329,6 +329,25 @@ CONTRASTS = (
     "direction", "order", "antonym", "negation", "operator", "number", "condition",
 )  # fmt: skip
 
+# The asker's manners around the question, not part of it: "if you could tell me ...",
+# "..., if you don't mind me asking", "if it's not too much trouble, ...". Read as a
+# condition or a negation, they vetoed six rewordings in three sets written apart (blind6,
+# blind16, blind18) and no different question. Each becomes a pause, so what follows still
+# opens a clause ("I'd appreciate it if you could tell me when ..." asks when).
+_A = "['\u2019]?"  # an apostrophe, typed or typographic, or none
+_MANNERS = re.compile(
+    r"\bif\s+(?:you|u)\s+(?:could|can|would|will)\s+(?:please\s+)?"
+    r"(?:tell|show|list|explain|share)(?:\s+(?:me|us|them))?\b"
+    rf"|\bif\s+you\s+(?:don{_A}t|do\s+not)\s+mind(?:\s+(?:me|my)\s+asking)?\b"
+    rf"|\bif\s+(?:it{_A}s|it\s+is)\s+not\s+too\s+much\s+(?:trouble|to\s+ask)\b",
+    re.IGNORECASE,
+)
+
+
+def without_manners(text: str) -> str:
+    """``text`` with the asker's manners (``_MANNERS``) read as a pause."""
+    return _MANNERS.sub(":", text)
+
 
 def contrast_by(cached: str, asked: str) -> str | None:
     """Why two close questions ask different things, one of ``CONTRASTS``, or None.
@@ -349,9 +368,10 @@ def contrast_by(cached: str, asked: str) -> str | None:
     here: the verifier's ``told_apart`` step refuses a new capitalised name, and the models
     the rest. Measured at stop 62, these two vetoes refused no different question the rest
     of the decision would have served, on any contrast set or QQP, in either build.
-    Contractions ("what's", "don't"), "turn on" for "enable", clause order, and the order of
-    "A or B" are no contrast.
+    Contractions ("what's", "don't"), "turn on" for "enable", clause order, the order of
+    "A or B" and the asker's manners ("if you don't mind me asking") are no contrast.
     """
+    cached, asked = without_manners(cached), without_manners(asked)
     if (how := swapped(cached, asked)) is not None:
         return how
     if roles_traded(cached, asked) or role_changed(cached, asked) is not None:

@@ -61,6 +61,8 @@ antonym | How do I sort a list in ascending order? | How do I sort a list in des
 negation | Which fruits are safe for dogs? | Which fruits are not safe for dogs?
 negation | Which houseplants are toxic to dogs? | Which houseplants are non-toxic to dogs?
 negation | Why is my car battery charging? | Why is my car battery not charging?
+negation | why do cats like water | why dont cats like water
+negation | Can I return an opened item? | cant i return an opened item?
 negation | What happens if I pay my bill on time? | What happens if I don't pay my bill on time?
 operator | How do I solve 2x + 3 = 7? | How do I solve 2x - 3 = 7?
 operator | Is x^2 + 1 > 0 for every x? | Is x^2 + 1 < 0 for every x?
@@ -71,6 +73,7 @@ number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
 number | How many calories are in 2 eggs? | How many calories are in three eggs?
 number | How many calories are in one egg? | How many calories are in 2 eggs?
 condition | How do I reset my router? | How do I reset my router if I forgot the password?
+condition | Can I take ibuprofen? | if you don't mind me asking, can I take it if I am pregnant?
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
 condition | Can I drink coffee? | Can I drink coffee while breastfeeding?
@@ -282,6 +285,27 @@ NOT_CONTRASTS = [
         "I got a speeding ticket, will my insurance go up?",
         "Will my insurance go up if I got a speeding ticket?",
     ),
+    # the asker's manners around the question are no condition and no negation (blind6,
+    # blind16, blind18)
+    (
+        "When is the next full moon?",
+        "I'd really appreciate it if you could tell me when the next full moon is",
+    ),
+    (
+        "What is a good beginner workout routine?",
+        "what's a good beginner workout routine, if you don't mind me asking",
+    ),
+    (
+        "How do I unclog a bathtub drain?",
+        "if it\u2019s not too much trouble, how do i unclog a bathtub drain",
+    ),
+    (
+        "What are the side effects of metformin?",
+        "what're the side effects of metformin, if you could list them",
+    ),
+    # a contraction typed without its apostrophe is the contraction
+    ("Why don't cats like water?", "why dont cats like water"),
+    ("I can't log into my account, what do I do?", "cant log into my account, what do i do"),
     # "&" and "w/" for words write no formula
     ("How do I make pasta with garlic and olive oil?", "how do I make pasta w/ garlic & olive oil"),
 ]
