@@ -335,7 +335,7 @@ CONTRASTS = (
 # blind16, blind18) and no different question. Each becomes a pause, so what follows still
 # opens a clause ("I'd appreciate it if you could tell me when ..." asks when).
 _A = "['\u2019]?"  # an apostrophe, typed or typographic, or none
-_MANNERS = re.compile(
+_POLITE_ASIDE = re.compile(
     r"\bif\s+(?:you|u)\s+(?:could|can|would|will)\s+(?:please\s+)?"
     r"(?:tell|show|list|explain|share)(?:\s+(?:me|us|them))?\b"
     rf"|\bif\s+you\s+(?:don{_A}t|do\s+not)\s+mind(?:\s+(?:me|my)\s+asking)?\b"
@@ -345,8 +345,8 @@ _MANNERS = re.compile(
 
 
 def without_manners(text: str) -> str:
-    """``text`` with the asker's manners (``_MANNERS``) read as a pause."""
-    return _MANNERS.sub(":", text)
+    """``text`` with the asker's manners (``_POLITE_ASIDE``) read as a pause."""
+    return _POLITE_ASIDE.sub(":", text)
 
 
 def contrast_by(cached: str, asked: str) -> str | None:
