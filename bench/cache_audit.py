@@ -52,7 +52,7 @@ import numpy as np
 
 from bench.common import RESULTS, SHARED_DATA, progress, save
 from edge.cache.eval import load_pairs
-from edge.cache.match import load_matcher
+from edge.cache.loading import load_matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 from tools.prepare.pair_split import split

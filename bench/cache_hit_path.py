@@ -65,7 +65,7 @@ from bench.common import (
     run_bench,
 )
 from edge.cache.keys import conversation_text
-from edge.cache.match import load_matcher
+from edge.cache.loading import load_matcher
 from edge.cache.store import CachedAnswer, SemanticCache, connect
 from edge.embedder import BatchingEmbedder, Embedder
 from edge.settings import EdgeSettings

@@ -23,7 +23,8 @@ import numpy as np
 
 from bench.common import Results, progress, run_bench
 from edge.cache.eval import COSINE_THRESHOLDS, curve, decide_pair, embed_text, load_pairs, rates
-from edge.cache.match import Matcher, load_matcher
+from edge.cache.loading import load_matcher
+from edge.cache.match import Matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 from tools.prepare.pair_split import split

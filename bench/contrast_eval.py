@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.contrast_eval [--limit N] [--data DIR]
 
-Runs the shipped decision (``edge.cache.match.load_matcher`` with the default settings:
+Runs the shipped decision (``edge.cache.loading.load_matcher`` with the default settings:
 the verifier stacked with the cross-encoder, ``CACHE__FALSE_HIT_BUDGET``,
 ``CACHE__CANDIDATE_FLOOR``) as if ``text_a`` were cached and ``text_b`` asked, with the
 contrast veto (``edge.cache.contrast.contrast_by``) and without it, on the sets below.
@@ -118,7 +118,8 @@ import numpy as np
 from bench.cache_quality import DATA, scored
 from bench.common import Results, progress, run_bench
 from edge.cache.eval import decide_pair, load_pairs, operating_points, rates
-from edge.cache.match import Matcher, load_matcher
+from edge.cache.loading import load_matcher
+from edge.cache.match import Matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 from tools.prepare.pair_split import split

@@ -13,7 +13,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 from threadpoolctl import threadpool_limits
 
-from edge.cache.match import load_matcher
+from edge.cache.loading import load_matcher
 from edge.cache.step import CacheStep
 from edge.cache.store import SemanticCache, connect
 from edge.embedder import BatchingEmbedder, Embedder

@@ -71,7 +71,7 @@ def cmd_eval_cache(args: argparse.Namespace) -> int:
     from threadpoolctl import threadpool_limits
 
     from edge.cache.eval import report, run
-    from edge.cache.match import load_matcher
+    from edge.cache.loading import load_matcher
     from edge.embedder import Embedder
     from edge.settings import EdgeSettings
 

@@ -5,7 +5,8 @@
 verifier, cross-encoder, contrast checks) and the pure cache keys (``keys``).
 """
 
-from edge.cache.match import Match, Matcher, MatchPolicy, load_matcher
+from edge.cache.loading import load_matcher
+from edge.cache.match import Match, Matcher, MatchPolicy
 from edge.cache.step import CacheLookup, CacheStep
 from edge.cache.store import CachedAnswer, CacheUnavailable, SemanticCache
 

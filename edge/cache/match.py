@@ -51,7 +51,6 @@ shrinking share of would-be hits is sent to the model anyway ("explore").
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -64,12 +63,9 @@ from edge.cache.contrast_swaps import coordinated_swap
 from edge.cache.initialisms import abbreviated_as
 from edge.cache.pair_checks import told_apart_by
 from edge.cache.rewording import reworded
-from edge.cache.spelling import Respelling, Speller, embedder_words, read_alike
-from edge.cache.verifier import ARTIFACT, Verifier, pair_features
-from edge.metrics import EdgeMetrics
-from edge.settings import CacheSettings, EdgeSettings
-
-log = logging.getLogger("edgecore.edge.cache")
+from edge.cache.spelling import Respelling, Speller, read_alike
+from edge.cache.verifier import Verifier, pair_features
+from edge.settings import CacheSettings
 
 
 @dataclass(frozen=True)
@@ -331,6 +327,14 @@ class Matcher:
             ]
         )
         scores = self._scores(features, pairs, scored, np.array([bool(w) for w in apart]), steps)
+        return self._pick(scored, scores, draw, steps)
+
+    def _pick(
+        self, scored: Sequence[Candidate], scores: np.ndarray, draw: float, steps: list[Step]
+    ) -> Match:
+        """``picker:delta``: the best-scored candidate, served when the entry's estimated
+        precision at its score is at least ``1 - delta`` (unless drawn to explore)."""
+        p = self.policy
         i = int(np.argmax(scores))
         best, score = scored[i], float(scores[i])
         conf = self._confidence(score, best)
@@ -392,56 +396,3 @@ def _vetoed(why: Sequence[str | None]) -> str:
     kinds = sorted({w for w in why if w})
     n = sum(1 for w in why if w)
     return f"{n} of {len(why)} vetoed" + (f" ({', '.join(kinds)})" if kinds else "")
-
-
-def _without_verifier(settings: EdgeSettings) -> str:
-    if settings.cache.min_similarity is None:
-        return (
-            "SEMANTIC CACHE OFF: only word-for-word repeats are served "
-            "(run `edgecore models prepare` with the cache training data to enable it)"
-        )
-    return (
-        f"cache hits need cosine >= {settings.cache.min_similarity:.2f} alone "
-        "(CACHE__MIN_SIMILARITY): opposite questions embed that close, some will be served"
-    )
-
-
-def _load_verifier(settings: EdgeSettings) -> Verifier:
-    """The verifier, stacked with the cross-encoder when it is on. A cross-encoder that is
-    missing, or is not the one the stack was fitted with, leaves the MLP on its own
-    calibration (with an error in the log), not the cache without semantic matching."""
-    if settings.cache.cross_encoder:
-        try:
-            return Verifier.load(settings.verifier_dir(), settings.cross_encoder_dir())
-        except (OSError, ValueError) as exc:
-            log.error("cache cross-encoder unusable, the MLP verifier decides alone: %s", exc)
-    return Verifier.load(settings.verifier_dir())
-
-
-def load_matcher(settings: EdgeSettings, metrics: EdgeMetrics | None = None) -> Matcher:
-    """The configured policy, with the prepared verifier when there is one.
-
-    Without one (``edgecore models prepare`` found no training data) the cache serves
-    word-for-word repeats only, and says so loudly, in the log and in the
-    ``edgecore_cache_semantic_enabled`` gauge: cosine alone serves opposites.
-    """
-    verifier: Verifier | None = None
-    if (settings.verifier_dir() / ARTIFACT).exists():
-        try:
-            verifier = _load_verifier(settings)
-        except Exception as exc:  # never serve on a verifier (or calibration) we cannot trust
-            log.error("cache verifier unusable (%s): %s", exc, _without_verifier(settings))
-    else:
-        log.warning(
-            "no cache verifier in %s: %s", settings.verifier_dir(), _without_verifier(settings)
-        )
-    speller = None
-    if verifier is not None and settings.cache.respell:
-        try:
-            speller = Speller(embedder_words(settings.embed_model_dir() / "tokenizer.json"))
-        except (ImportError, OSError) as exc:  # the cache works without its second look
-            log.error("cache respelling off: %s", exc)
-    matcher = Matcher(verifier, MatchPolicy.of(settings.cache), speller)
-    if metrics is not None:
-        metrics.cache_semantic_enabled.set(int(matcher.semantic and settings.cache.enabled))
-    return matcher

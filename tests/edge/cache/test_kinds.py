@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from edge.cache.eval import decide_pair
-from edge.cache.match import Candidate, Matcher, load_matcher
+from edge.cache.loading import load_matcher
+from edge.cache.match import Candidate, Matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 
@@ -166,3 +167,4 @@ def test_typos_on_either_side_are_read_as_meant(
     a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
     match = decide_pair(matcher, lambda t: emb.embed([t])[0], (cached, a), (asked, b))
     assert match.serve is same, [str(s) for s in match.steps]
+
