@@ -66,20 +66,26 @@ def decide_pair(
 ) -> Match:
     """The edge's decision on one (cached, asked) pair, as ``CacheStep`` makes it: the
     cached question stored under its respelled vector when it has typos, the asked words,
-    then, on a miss, the asked question respelled. ``embed``: one embedding text's vector
-    (only asked for respelled questions). Of the two looks, the more confident: a refused
-    look and one that serves at this budget are told apart by confidence, so one pass
-    still gives the decision at every budget (``bench.cache_quality``)."""
+    then, on a miss, the asked question respelled, then the one sentence of the asked
+    message that asks (``Matcher.question_in``). ``embed``: one embedding text's vector
+    (only asked for the later looks). Of the looks, the most confident: a refused look and
+    one that serves at this budget are told apart by confidence, so one pass still gives
+    the decision at every budget (``bench.cache_quality``)."""
     (a, va), (b, vb) = cached, asked
     if (stored := matcher.respelling(a)) is not None:
         va = embed(embed_text(stored.text))
     first = matcher.decide(vb, b, [Candidate("a", float(va @ vb), a, va)])
     respelled = None if first.serve else matcher.respelling(b)
-    if respelled is None or not respelled.confirmed_by(a):
+    if respelled is not None and respelled.confirmed_by(a):
+        v2 = embed(embed_text(respelled.text))
+        second = matcher.decide_respelled(v2, respelled, [Candidate("a", float(va @ v2), a, va)])
+        first = second if second.confidence > first.confidence else first
+    question = None if first.serve else matcher.question_in(b)
+    if question is None:
         return first
-    v2 = embed(embed_text(respelled.text))
-    second = matcher.decide_respelled(v2, respelled, [Candidate("a", float(va @ v2), a, va)])
-    return second if second.confidence > first.confidence else first
+    v3 = embed(embed_text(question))
+    third = matcher.decide_in_context(v3, question, b, [Candidate("a", float(va @ v3), a, va)])
+    return third if third.confidence > first.confidence else first
 
 
 def rates(served: np.ndarray, labels: np.ndarray) -> dict[str, float]:

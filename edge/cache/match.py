@@ -38,6 +38,14 @@ question's typos fixed (``decide_respelled``): the fixed question finds the neig
 the same chain then reads both questions through the same fixes. What either serves
 through a fix has the reason ``respelled``.
 
+The question inside a message (``edge.cache.preamble``): a greeting, a story or a sign-off
+around the question puts it under the floor. On a miss, the cache step looks a third time
+(``decide_in_context``): the one sentence that asks finds the neighbours and is what the
+floor and the MLP read; the vetoes read it and the whole message; the cross-encoder reads
+the whole message beside each cached question and must itself be sure, at the budget, that
+nothing said around the question changes it ("I'm pregnant. Can I eat blue cheese?"). What
+it serves has the reason ``in_context``.
+
 Per-entry adaptation, in the spirit of vCache (Schroeder et al., arXiv 2502.03771;
 implemented from the paper): the verifier's held-out calibration is a prior worth
 ``prior_strength`` observations, and each entry's own history of (score, was the answer
@@ -62,9 +70,10 @@ from edge.cache.contrast import contrast_by
 from edge.cache.contrast_swaps import coordinated_swap
 from edge.cache.initialisms import abbreviated_as
 from edge.cache.pair_checks import told_apart_by
+from edge.cache.preamble import question_of
 from edge.cache.rewording import reworded
 from edge.cache.spelling import Respelling, Speller, read_alike
-from edge.cache.verifier import Verifier, pair_features
+from edge.cache.verifier import Verifier, pair_features, stacked
 from edge.settings import CacheSettings
 
 
@@ -126,8 +135,9 @@ class Match:
     score: float
     confidence: float
     serve: bool
-    # none | below_floor | exact | reworded | verified | respelled | rejected | explore | cosine |
-    # contrast | exact_only (no verifier: semantic matching off) | unconfirmed (respelled)
+    # none | below_floor | exact | reworded | verified | respelled | in_context | rejected |
+    # explore | cosine | contrast | exact_only (no verifier: semantic matching off) |
+    # unconfirmed (respelled)
     reason: str
     contrast: str | None = None  # with reason "contrast": which (contrast.CONTRASTS)
     steps: tuple[Step, ...] = ()  # the chain as it ran; the last step decided
@@ -226,6 +236,14 @@ class Matcher:
         if self.speller is None or self.verifier is None:
             return None
         return self.speller.respell(text)
+
+    def question_in(self, text: str) -> str | None:
+        """The one sentence of ``text`` that asks, when something surrounds it and a
+        cross-encoder is there to read the whole message (``decide_in_context``)."""
+        verifier = self.verifier
+        if verifier is None or verifier.stack is None or verifier.cross is None:
+            return None
+        return question_of(text)
 
     def decide_respelled(
         self,
@@ -349,6 +367,70 @@ class Matcher:
             return Match(best, score, conf, False, "explore")
         steps.append(Step("picker:delta", f"confidence {conf:.3f} >= {bar:.3f}: served"))
         return Match(best, score, conf, True, "verified")
+
+    def decide_in_context(
+        self,
+        vector: np.ndarray,
+        question: str,
+        asked: str,
+        candidates: Sequence[Candidate],
+        *,
+        draw: float = 1.0,
+    ) -> Match:
+        """The third look: ``candidates`` are the neighbours of ``question``, the one
+        sentence of ``asked`` that asks (``preamble.question_of``), and ``vector`` is its
+        embedding. The floor, the vetoes and the MLP read the question; the vetoes read the
+        whole message too, and the cross-encoder reads it beside each cached question, so
+        what was said around the question can still refuse ("I'm pregnant. is it safe to eat
+        sushi?"). The cross-encoder always runs: nothing is served here without it."""
+        steps = [
+            Step("partition", f"{len(candidates)} neighbours"),
+            Step("view:question", f"read as {question!r}"),
+        ]
+        verifier, p = self.verifier, self.policy
+        if verifier is None or verifier.stack is None or verifier.cross is None:
+            steps.append(Step("scorer:cross_encoder", "none to read the whole message"))
+            return replace(NO_MATCH, steps=tuple(steps))
+        live = [c for c in candidates if c.cosine >= p.floor and c.vector is not None]
+        steps.append(Step("floor", f"{len(live)} of {len(candidates)} at cosine >= {p.floor:.2f}"))
+        if not live:
+            best = max(candidates, key=lambda c: c.cosine, default=None)
+            match = Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
+            return replace(match, steps=tuple(steps))
+        told = [
+            (contrast_by(c.prompt, question) or contrast_by(c.prompt, asked))
+            if p.contrast
+            else None
+            for c in live
+        ]
+        steps.append(Step("veto:contrast", _vetoed(told)))
+        if all(told):
+            i = max(range(len(live)), key=lambda j: live[j].cosine)
+            return Match(live[i], 0.0, 0.0, False, "contrast", told[i], steps=tuple(steps))
+        live = [c for c, why in zip(live, told, strict=True) if why is None]
+        apart = [told_apart_by(c.prompt, question) or told_apart_by(c.prompt, asked) for c in live]
+        steps.append(Step("veto:told_apart", _vetoed(apart)))
+        features = np.stack(
+            [pair_features(c.vector, vector, c.prompt, question) for c in live]  # type: ignore[arg-type]
+        )
+        refused = np.array([bool(w) for w in apart])
+        mlp = np.where(refused, 0.0, verifier.score_features(features)).astype(np.float32)
+        steps.append(Step("scorer:mlp", f"best {float(mlp.max()):.3f}"))
+        # The MLP read the question alone, so it cannot speak for what surrounds it: the
+        # cross-encoder, reading the whole message, must itself be as sure as the budget asks.
+        cross = verifier.cross.logits([(c.prompt, asked) for c in live])
+        sure = cross >= np.log((1.0 - p.delta) / p.delta)
+        scores = np.where(sure, stacked(mlp, cross, verifier.stack), 0.0)
+        steps.append(
+            Step(
+                "scorer:cross_encoder",
+                f"{int(sure.sum())} of {len(live)} sure with the whole message",
+            )
+        )
+        match = self._pick(live, scores, draw, steps)
+        if match.serve:
+            match = replace(match, reason="in_context")
+        return replace(match, steps=tuple(steps))
 
     def _confidence(self, score: float, candidate: Candidate) -> float:
         assert self.verifier is not None

@@ -5,7 +5,9 @@ after.
     exact:    cacheable? -> exact words (one Redis round trip)
     embed:    the conversation's embedding (the router scores it too)
     semantic: nearest entries -> the matcher's decision (verifier, contrast checks); on a
-              miss, once more with the question's typos fixed (``edge.cache.spelling``)
+              miss, once more with the question's typos fixed (``edge.cache.spelling``),
+              and once more for the one sentence of the message that asks, the whole
+              message read by the cross-encoder (``edge.cache.preamble``)
     remember: store a complete answer (under its respelled vector if it has typos), and
               tell a rejected neighbour whether it was right
 
@@ -22,7 +24,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +46,10 @@ from edge.tenancy.keys import Tenant
 from shared import completions
 from shared.schemas import ChatCompletionRequest, Message
 from shared.tracing import traced
+
+# One look's decision on the neighbours it found (a ``Matcher`` method, its look's own
+# arguments bound).
+Decide = Callable[..., Match]
 
 log = logging.getLogger("edgecore.edge.cache")
 
@@ -255,6 +261,10 @@ class CacheStep:
             second = await self._second_look(found, respelled, draw)
             if second is not None and second[0].serve:
                 match, near = second
+        if not match.serve and (question := self.matcher.question_in(found.text)) is not None:
+            third = await self._third_look(found, question, draw)
+            if third is not None and third[0].serve:
+                match, near = third
         m.cache_lookup_seconds.observe(time.perf_counter() - t)
         m.cache_match.labels(match.reason).inc()
         if log.isEnabledFor(logging.DEBUG):
@@ -262,7 +272,7 @@ class CacheStep:
                       "; ".join(map(str, match.steps)))  # fmt: skip
         if near:
             m.cache_candidate_similarity.observe(near[0][0].cosine)
-        if match.reason in ("verified", "respelled", "rejected", "explore"):
+        if match.reason in ("verified", "respelled", "in_context", "rejected", "explore"):
             m.cache_verifier_score.labels(match.reason).observe(match.score)
         answers = {c.entry_id: a for c, a in near}
         if match.candidate is not None:
@@ -275,21 +285,15 @@ class CacheStep:
         return found
 
     async def _decide(
-        self,
-        found: CacheLookup,
-        vector: np.ndarray,
-        draw: float,
-        respelled: Respelling | None = None,
+        self, found: CacheLookup, vector: np.ndarray, draw: float, decide: Decide | None = None
     ) -> tuple[Match, list[tuple[Candidate, CachedAnswer]]]:
-        """The nearest entries to ``vector`` and the matcher's decision on them (the asked
-        words, or ``respelled``)."""
+        """The nearest entries to ``vector`` and the matcher's decision on them (``decide``:
+        the first look's, on the asked words, unless another look's is given)."""
         assert self.store is not None
         async with asyncio.timeout(self.redis_timeout_s):
             near = await self.store.lookup(vector, partition=found.partition, context=found.context)
         candidates = [c for c, _ in near]
-        if respelled is not None:
-            decide = functools.partial(self.matcher.decide_respelled, vector, respelled)
-        else:
+        if decide is None:
             decide = functools.partial(self.matcher.decide, vector, found.text)
         if self.matcher.blocking and candidates:
             # A cross-encoder run takes milliseconds: off the event loop, on the step's
@@ -306,8 +310,25 @@ class CacheStep:
         vector = await self._respelled_vector(found, respelled)
         if vector is None:
             return None
+        decide = functools.partial(self.matcher.decide_respelled, vector, respelled)
         try:
-            return await self._decide(found, vector, draw, respelled)
+            return await self._decide(found, vector, draw, decide)
+        except (TimeoutError, CacheUnavailable):
+            return None
+
+    async def _third_look(
+        self, found: CacheLookup, question: str, draw: float
+    ) -> tuple[Match, list[tuple[Candidate, CachedAnswer]]] | None:
+        """The decision on the one sentence of the message that asks, the whole message read
+        beside each candidate (``Matcher.decide_in_context``); None where it could not be
+        made (the miss stands)."""
+        text = cache_key.conversation_text(found.messages, self.window, last=question)
+        vector = await self._embed(text)
+        if vector is None:
+            return None
+        decide = functools.partial(self.matcher.decide_in_context, vector, question, found.text)
+        try:
+            return await self._decide(found, vector, draw, decide)
         except (TimeoutError, CacheUnavailable):
             return None
 

@@ -168,3 +168,29 @@ def test_typos_on_either_side_are_read_as_meant(
     match = decide_pair(matcher, lambda t: emb.embed([t])[0], (cached, a), (asked, b))
     assert match.serve is same, [str(s) for s in match.steps]
 
+
+@pytest.mark.parametrize(
+    ("cached", "asked", "same"),
+    [
+        # Why one asks changes nothing: the first look refuses it on the test build (the
+        # aside kind above), the third, reading the question inside the message, serves it.
+        (
+            "Can I eat blue cheese?",
+            "my sister asked me this at lunch and I wasn't sure: can I eat blue cheese?",
+            True,
+        ),
+        # What one says around the question can change its answer.
+        ("Can I eat blue cheese?", "I'm pregnant. Can I eat blue cheese?", False),
+        ("How do I take a screenshot?", "I only have an iPad. How do I take a screenshot?", False),
+    ],
+)
+def test_what_surrounds_a_question_is_read_by_the_cross_encoder(
+    shipped: tuple[Embedder, Matcher], cached: str, asked: str, same: bool
+) -> None:
+    """Issue 32, point 4: preambles put a rewording under the floor. The third look finds the
+    question inside the message; the cross-encoder, reading the whole of it, must be sure
+    that nothing said around it matters."""
+    emb, matcher = shipped
+    a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
+    match = decide_pair(matcher, lambda t: emb.embed([t])[0], (cached, a), (asked, b))
+    assert match.serve is same, [str(s) for s in match.steps]

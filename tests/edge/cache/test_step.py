@@ -11,12 +11,14 @@ import asyncio
 import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from starlette.datastructures import Headers
 
-from edge.cache.match import Candidate, Matcher, MatchPolicy
+from edge.cache.match import Candidate, Match, Matcher, MatchPolicy
+from edge.cache.preamble import question_of
 from edge.cache.step import CacheStep
 from edge.cache.store import CachedAnswer, CacheUnavailable
 from edge.context import Answer, RequestContext
@@ -175,6 +177,38 @@ def test_a_decision_that_blocks_runs_on_the_steps_own_threads() -> None:
         found = cache.lookup(request(), context())
     assert found.hit is not None and found.hit.entry_id == "e1"
     assert len(threads) == 1 and threads[0].startswith("matching")
+
+
+def test_a_miss_looks_again_for_the_question_inside_the_message() -> None:
+    """The third look (``Matcher.question_in``, ``decide_in_context``): the one sentence that
+    asks finds the neighbours, and the decision gets it with the whole message."""
+    looks: list[tuple[str, str]] = []
+
+    class InContext(Matcher):
+        def decide(self, *args: Any, **kwargs: Any) -> Any:
+            return replace(super().decide(*args, **kwargs), serve=False, reason="below_floor")
+
+        def question_in(self, text: str) -> str | None:
+            return question_of(text)
+
+        def decide_in_context(
+            self, vector: Any, question: str, asked: str, candidates: Any, **_: Any
+        ) -> Match:
+            looks.append((question, asked))
+            return Match(candidates[0], 0.95, 0.95, True, "in_context")
+
+    cache = Step(MatchPolicy(min_similarity=0.9), matcher=InContext)
+    near = Candidate("e1", 0.97, "Why is the sky blue?", None)
+    cache.store.near = [(near, CachedAnswer("Rayleigh.", "stop", None, "m", 0.97, "e1"))]
+    asked = "my son asked me at dinner and I had no idea. Why is the sky blue?"
+    ctx = context()
+    found = cache.lookup(request(asked), ctx)
+    assert looks == [("Why is the sky blue?", asked)]
+    assert found.hit is not None and found.hit.entry_id == "e1"
+    assert ctx.extra_headers["x-edgecore-cache-match"].startswith("in_context")
+    plain = Step(MatchPolicy(min_similarity=0.9), matcher=InContext)
+    plain.lookup(request("Why is the sky blue today?"), context())
+    assert len(looks) == 1  # nothing around the question: no third look
 
 
 def test_a_miss_remembers_only_complete_answers(cache: Step) -> None:
