@@ -113,8 +113,9 @@ class EdgeMetrics:
             cache_lookup_seconds=d.histogram("edgecore_cache_lookup_seconds",
                 "Cache lookup: Redis KNN, candidate fetch and verification.", buckets=_LATENCY),
             cache_match=d.counter("edgecore_cache_match_decisions",
-                "Match decisions: exact, reworded, verified, respelled, cosine (served); "
-                "rejected, contrast, below_floor, explore, exact_only, none (not served).",
+                "Match decisions: exact, reworded, verified, respelled, in_context, cosine "
+                "(served); rejected, contrast, below_floor, explore, exact_only, none (not "
+                "served).",
                 "reason"),
             cache_semantic_enabled=d.gauge("edgecore_cache_semantic_enabled",
                 "1: the cache serves verified near-repeats; 0: word-for-word repeats only "

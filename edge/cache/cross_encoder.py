@@ -37,6 +37,10 @@ class CrossEncoder:
     def version(self) -> str:
         return str(self.meta.get("version", "unknown"))
 
+    def reads_whole(self, a: str, b: str) -> bool:
+        """Whether the pair fits the model's window (``max_length`` tokens), nothing cut."""
+        return not self.tokenizer.encode(a, b).overflowing
+
     def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """The raw logit per (cached, asked) pair; sigmoid gives P(same question)."""
         out = np.zeros(len(pairs), dtype=np.float32)

@@ -43,8 +43,9 @@ around the question puts it under the floor. On a miss, the cache step looks a t
 (``decide_in_context``): the one sentence that asks finds the neighbours and is what the
 floor and the MLP read; the vetoes read it and the whole message; the cross-encoder reads
 the whole message beside each cached question and must itself be sure, at the budget, that
-nothing said around the question changes it ("I'm pregnant. Can I eat blue cheese?"). What
-it serves has the reason ``in_context``.
+nothing said around the question changes it ("I'm pregnant. Can I eat blue cheese?"); a
+message too long for its window is not looked at this way. What it serves has the reason
+``in_context``.
 
 Per-entry adaptation, in the spirit of vCache (Schroeder et al., arXiv 2502.03771;
 implemented from the paper): the verifier's held-out calibration is a prior worth
@@ -397,6 +398,12 @@ class Matcher:
             best = max(candidates, key=lambda c: c.cosine, default=None)
             match = Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
             return replace(match, steps=tuple(steps))
+        # A message longer than the cross-encoder's window would be judged on a part of it.
+        whole = [c for c in live if verifier.cross.reads_whole(c.prompt, asked)]
+        steps.append(Step("view:whole", f"{len(whole)} of {len(live)} fit the cross-encoder"))
+        if not whole:
+            return Match(live[0], 0.0, 0.0, False, "rejected", steps=tuple(steps))
+        live = whole
         told = [
             (contrast_by(c.prompt, question) or contrast_by(c.prompt, asked))
             if p.contrast

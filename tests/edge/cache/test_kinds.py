@@ -194,3 +194,18 @@ def test_what_surrounds_a_question_is_read_by_the_cross_encoder(
     a, b = emb.embed([f"user: {cached}", f"user: {asked}"])
     match = decide_pair(matcher, lambda t: emb.embed([t])[0], (cached, a), (asked, b))
     assert match.serve is same, [str(s) for s in match.steps]
+
+
+def test_a_message_longer_than_the_cross_encoders_window_gets_no_third_look(
+    shipped: tuple[Embedder, Matcher],
+) -> None:
+    emb, matcher = shipped
+    cached = "Can I eat blue cheese?"
+    story = "my sister and I were having lunch at a cafe by the river and " * 12
+    asked = f"{story.strip()}. can I eat blue cheese?"
+    question = matcher.question_in(asked)
+    assert question == "can I eat blue cheese?"
+    a, q = emb.embed([f"user: {cached}", f"user: {question}"])
+    match = matcher.decide_in_context(q, question, asked, [Candidate("e", float(a @ q), cached, a)])
+    assert not match.serve
+    assert "view:whole: 0 of 1 fit the cross-encoder" in [str(s) for s in match.steps]
