@@ -349,8 +349,9 @@ def without_manners(text: str) -> str:
     return _POLITE_ASIDE.sub(":", text)
 
 
-def contrast_by(cached: str, asked: str) -> str | None:
-    """Why two close questions ask different things, one of ``CONTRASTS``, or None.
+def contrast_by(cached: str, asked: str, *, numbers: bool = True) -> str | None:
+    """Why two close questions ask different things, one of ``CONTRASTS``, or None
+    (``numbers=False``: other numbers are left to the models).
 
     "direction"/"order": the same two things the other way round ("convert A to B" /
     "convert B to A", "is A faster than B" / "is B faster than A"), or one role put for its
@@ -389,7 +390,7 @@ def contrast_by(cached: str, asked: str) -> str | None:
         return "negation"
     if (how := formula_changed(cached, asked)) is not None:
         return how
-    if _numbers_differ(cached, asked):
+    if numbers and _numbers_differ(cached, asked):
         return "number"
     if added_scope(cached, asked):
         return "condition"

@@ -404,8 +404,11 @@ class Matcher:
         if not whole:
             return Match(live[0], 0.0, 0.0, False, "rejected", steps=tuple(steps))
         live = whole
+        # The whole message's numbers ("my 4 year old asked me", "a 5 lb chihuahua") are
+        # the cross-encoder's to weigh: it refused all 89 on the context set where they
+        # change the answer, and the veto refused 15 more where they do not.
         told = [
-            (contrast_by(c.prompt, question) or contrast_by(c.prompt, asked))
+            (contrast_by(c.prompt, question) or contrast_by(c.prompt, asked, numbers=False))
             if p.contrast
             else None
             for c in live

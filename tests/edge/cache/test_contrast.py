@@ -604,3 +604,13 @@ def test_the_asker_and_another_person_trading_the_verb_is_read(cached: str, aske
 )
 def test_no_trade_without_the_same_verb_and_another_doer(cached: str, asked: str) -> None:
     assert not asker_traded(cached, asked) and not asker_traded(asked, cached)
+
+
+def test_numbers_can_be_left_to_the_models() -> None:
+    # The third look reads the whole message with numbers off: a story's "4 year old".
+    cached, asked = "How many calories are in 2 eggs?", "How many calories are in 3 eggs?"
+    assert contrast_by(cached, asked) == "number"
+    assert contrast_by(cached, asked, numbers=False) is None
+    # the other checks still run
+    negated = "How many calories are not in 3 eggs?"
+    assert contrast_by(cached, negated, numbers=False) == "negation"

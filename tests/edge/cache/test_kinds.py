@@ -209,3 +209,29 @@ def test_a_message_longer_than_the_cross_encoders_window_gets_no_third_look(
     match = matcher.decide_in_context(q, question, asked, [Candidate("e", float(a @ q), cached, a)])
     assert not match.serve
     assert "view:whole: 0 of 1 fit the cross-encoder" in [str(s) for s in match.steps]
+
+
+def test_numbers_around_the_question_are_the_cross_encoders_to_weigh(
+    shipped: tuple[Embedder, Matcher],
+) -> None:
+    """The number veto reads the question; a number in what surrounds it ("my 4 year old
+    asked me") is no veto, and one that changes the answer is refused by the model."""
+    emb, matcher = shipped
+
+    def third(cached: str, asked: str) -> tuple[bool, list[str]]:
+        question = matcher.question_in(asked)
+        assert question is not None
+        a, q = emb.embed([f"user: {cached}", f"user: {question}"])
+        match = matcher.decide_in_context(
+            q, question, asked, [Candidate("e", float(a @ q), cached, a)]
+        )
+        return match.serve, [str(s) for s in match.steps]
+
+    _, steps = third(
+        "Why is the sky blue?", "my 4 year old asked me this at breakfast. Why is the sky blue?"
+    )
+    assert "veto:contrast: 0 of 1 vetoed" in steps, steps
+    served, steps = third(
+        "How long should I boil an egg?", "I live at 9,000 feet. How long should I boil an egg?"
+    )
+    assert not served and "veto:contrast: 0 of 1 vetoed" in steps, steps
