@@ -149,6 +149,9 @@ class Match:
 
 
 NO_MATCH = Match(None, 0.0, 0.0, False, "none")
+# Characters past which a message cannot fit the cross-encoder's 128 tokens (a word piece
+# averages about 4 characters of English).
+_LONGEST_MESSAGE = 1000
 
 
 def normalize(text: str) -> str:
@@ -240,11 +243,17 @@ class Matcher:
 
     def question_in(self, text: str) -> str | None:
         """The one sentence of ``text`` that asks, when something surrounds it and a
-        cross-encoder is there to read the whole message (``decide_in_context``)."""
+        cross-encoder is there to read the whole message (``decide_in_context``), and the
+        message fits its window."""
         verifier = self.verifier
         if verifier is None or verifier.stack is None or verifier.cross is None:
             return None
-        return question_of(text)
+        # A long paste never fits the window (128 tokens): skip it before any work (a
+        # tokenizer pass over a long message took about 1 ms, on the event loop).
+        if len(text) > _LONGEST_MESSAGE:
+            return None
+        question = question_of(text)
+        return question if question and verifier.cross.reads_whole(text, "") else None
 
     def decide_respelled(
         self,

@@ -200,15 +200,19 @@ def test_a_message_longer_than_the_cross_encoders_window_gets_no_third_look(
     shipped: tuple[Embedder, Matcher],
 ) -> None:
     emb, matcher = shipped
-    cached = "Can I eat blue cheese?"
-    story = "my sister and I were having lunch at a cafe by the river and " * 12
-    asked = f"{story.strip()}. can I eat blue cheese?"
+    story = "my sister and I were having lunch at a cafe by the river and "
+    # The message alone overflows the window (128 tokens): no question is looked for.
+    assert matcher.question_in(f"{(story * 12).strip()}. can I eat blue cheese?") is None
+    # It fits alone, but not beside the cached question: the pair is not read.
+    asked = f"{(story * 5).strip()}. can I eat blue cheese?"
     question = matcher.question_in(asked)
     assert question == "can I eat blue cheese?"
+    cached = "Can I eat blue cheese " + "or any other soft mould-ripened cheese " * 6 + "?"
     a, q = emb.embed([f"user: {cached}", f"user: {question}"])
-    match = matcher.decide_in_context(q, question, asked, [Candidate("e", float(a @ q), cached, a)])
-    assert not match.serve
-    assert "view:whole: 0 of 1 fit the cross-encoder" in [str(s) for s in match.steps]
+    near = Candidate("e", 0.99, cached, a)  # as if Redis found it close: past the floor
+    match = matcher.decide_in_context(q, question, asked, [near])
+    steps = [str(s) for s in match.steps]
+    assert not match.serve and steps[-1] == "view:whole: 0 of 1 fit the cross-encoder", steps
 
 
 def test_numbers_around_the_question_are_the_cross_encoders_to_weigh(
