@@ -436,7 +436,9 @@ class Matcher:
         mlp = np.where(refused, 0.0, verifier.score_features(features)).astype(np.float32)
         steps.append(Step("scorer:mlp", f"best {float(mlp.max()):.3f}"))
         # The MLP read the question alone, so it cannot speak for what surrounds it: the
-        # cross-encoder, reading the whole message, must itself be as sure as the budget asks.
+        # cross-encoder, reading the whole message, must itself be sure. Its logit must reach
+        # what a calibrated model would need for P >= 1 - delta; this one's logits run low (a
+        # question beside itself: 1.5-2.4), so the bar is strict.
         cross = verifier.cross.logits([(c.prompt, asked) for c in live])
         sure = cross >= np.log((1.0 - p.delta) / p.delta)
         scores = np.where(sure, stacked(mlp, cross, verifier.stack), 0.0)
