@@ -156,6 +156,17 @@ def test_a_typo_on_either_side_is_no_miss(
     assert metric(edge, "edgecore_cache_match_decisions_total", f'reason="{how}"') >= 1
 
 
+def test_a_story_around_a_cached_question_is_no_miss(edge: str, keys: Keys) -> None:
+    """The third look: the question inside the message finds the cached one (cosine 0.80
+    as asked, under the floor), and the cross-encoder reads the whole message."""
+    cached(edge, keys.alpha, user("Can I eat blue cheese?"), max_tokens=256)
+    story = "my sister asked me this at lunch and I wasn't sure: can I eat blue cheese?"
+    r = ask(edge, keys.alpha, user(story), max_tokens=256)
+    assert r.headers["x-edgecore-tier"] == "cache"
+    assert r.headers["x-edgecore-cache-match"].startswith("in_context")
+    assert metric(edge, "edgecore_cache_match_decisions_total", 'reason="in_context"') >= 1
+
+
 def test_a_hit_reports_its_tokens_as_cached(edge: str, keys: Keys) -> None:
     hit = cached(edge, keys.alpha, user(f"Say hello to {tag()}."))
     usage = hit.json()["usage"]
