@@ -10,22 +10,17 @@ generated from these models (``python -m tools.settings_doc``).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from shared.cpus import usable_cpus
 from shared.paths import default_models_dir
 from shared.settings import Legacy, ServerSettings
 
 ENV_PREFIX = "EDGECORE_EDGE_"
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may use (its affinity, where the platform tells)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class CoreSpec(BaseModel):
@@ -84,8 +79,8 @@ class CacheSettings(BaseModel):
         default=None,
         ge=1,
         description="Threads that make the match decision (its cross-encoder) off the event "
-        "loop; unset: the CPUs this process may use (asyncio's default of CPUs + 4 measured "
-        "slower, docs/benchmarks.md).",
+        "loop; unset: the CPUs this process may use, at most its container's CPU limit "
+        "(asyncio's default of CPUs + 4 measured slower, docs/benchmarks.md).",
     )
     prior_strength: float = Field(
         default=20.0, gt=0.0, description="How many observations the verifier's prior is worth."
@@ -349,8 +344,8 @@ class EmbedSettings(BaseModel):
         default=None,
         ge=1,
         description="Threads that embed side by side, each text run alone; unset: the CPUs "
-        "this process may use (one thread capped the cache's semantic hits, "
-        "docs/benchmarks.md).",
+        "this process may use, at most its container's CPU limit (one thread capped the "
+        "cache's semantic hits, docs/benchmarks.md).",
     )
     max_batch: int = Field(default=32, ge=1, description="Texts embedded in one batch.")
     batch_window_ms: float = Field(

@@ -152,7 +152,7 @@ def test_with_cache_changes_the_section_that_is_read() -> None:
 def test_thread_pools_default_to_the_cpus_the_process_may_use(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
-    from edge.settings import usable_cpus
+    from shared.cpus import usable_cpus
 
     s = EdgeSettings()
     assert s.embed.worker_count() == usable_cpus() == s.cache.match_workers()
