@@ -307,8 +307,7 @@ class Matcher:
         live = [c for c in candidates if c.cosine >= p.floor]
         steps.append(Step("floor", f"{len(live)} of {len(candidates)} at cosine >= {p.floor:.2f}"))
         if not live:
-            best = max(candidates, key=lambda c: c.cosine, default=None)
-            return Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
+            return _below_floor(candidates)
         if not self.semantic:
             steps.append(Step("exact_only", "no verifier: only the same words are served"))
             best = max(live, key=lambda c: c.cosine)
@@ -317,8 +316,7 @@ class Matcher:
         told = [contrast_by(c.prompt, text) if p.contrast else None for c in live]
         steps.append(Step("veto:contrast", _vetoed(told)))
         if all(told):
-            i = max(range(len(live)), key=lambda j: live[j].cosine)
-            return Match(live[i], 0.0, 0.0, False, "contrast", told[i])
+            return _closest_vetoed(live, told)
         live = [c for c, why in zip(live, told, strict=True) if why is None]
         for c in live:  # the same question in other words: no model needed
             if reworded(c.prompt, text):
@@ -404,9 +402,7 @@ class Matcher:
         live = [c for c in candidates if c.cosine >= p.floor and c.vector is not None]
         steps.append(Step("floor", f"{len(live)} of {len(candidates)} at cosine >= {p.floor:.2f}"))
         if not live:
-            best = max(candidates, key=lambda c: c.cosine, default=None)
-            match = Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
-            return replace(match, steps=tuple(steps))
+            return replace(_below_floor(candidates), steps=tuple(steps))
         # A message longer than the cross-encoder's window would be judged on a part of it.
         whole = [c for c in live if verifier.cross.reads_whole(c.prompt, asked)]
         steps.append(Step("view:whole", f"{len(whole)} of {len(live)} fit the cross-encoder"))
@@ -424,8 +420,7 @@ class Matcher:
         ]
         steps.append(Step("veto:contrast", _vetoed(told)))
         if all(told):
-            i = max(range(len(live)), key=lambda j: live[j].cosine)
-            return Match(live[i], 0.0, 0.0, False, "contrast", told[i], steps=tuple(steps))
+            return replace(_closest_vetoed(live, told), steps=tuple(steps))
         live = [c for c, why in zip(live, told, strict=True) if why is None]
         apart = [told_apart_by(c.prompt, question) or told_apart_by(c.prompt, asked) for c in live]
         steps.append(Step("veto:told_apart", _vetoed(apart)))
@@ -492,6 +487,18 @@ class Matcher:
         scores = np.full(len(scored), -1.0, dtype=np.float32)
         scores[maybe] = verifier.stacked_scores(mlp, pairs, maybe)
         return scores
+
+
+def _below_floor(candidates: Sequence[Candidate]) -> Match:
+    """The refusal when no neighbour reached the floor: the closest one, or none at all."""
+    best = max(candidates, key=lambda c: c.cosine, default=None)
+    return Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
+
+
+def _closest_vetoed(live: Sequence[Candidate], told: Sequence[str | None]) -> Match:
+    """The refusal when the contrast veto refused every candidate: the closest one's."""
+    i = max(range(len(live)), key=lambda j: live[j].cosine)
+    return Match(live[i], 0.0, 0.0, False, "contrast", told[i])
 
 
 def _vetoed(why: Sequence[str | None]) -> str:
