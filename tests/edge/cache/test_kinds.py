@@ -196,23 +196,34 @@ def test_what_surrounds_a_question_is_read_by_the_cross_encoder(
     assert match.serve is same, [str(s) for s in match.steps]
 
 
+def _third_look(
+    shipped: tuple[Embedder, Matcher], cached: str, asked: str, cosine: float | None = None
+) -> tuple[bool, list[str]]:
+    """The third look alone on one candidate (``cosine``: as Redis reported it, else the
+    real one), served and its steps."""
+    emb, matcher = shipped
+    question = matcher.question_in(asked)
+    assert question is not None
+    a, q = emb.embed([f"user: {cached}", f"user: {question}"])
+    near = Candidate("e", float(a @ q) if cosine is None else cosine, cached, a)
+    match = matcher.decide_in_context(q, question, asked, [near])
+    return match.serve, [str(s) for s in match.steps]
+
+
 def test_a_message_longer_than_the_cross_encoders_window_gets_no_third_look(
     shipped: tuple[Embedder, Matcher],
 ) -> None:
-    emb, matcher = shipped
+    _, matcher = shipped
     story = "my sister and I were having lunch at a cafe by the river and "
     # The message alone overflows the window (128 tokens): no question is looked for.
     assert matcher.question_in(f"{(story * 12).strip()}. can I eat blue cheese?") is None
     # It fits alone, but not beside the cached question: the pair is not read.
     asked = f"{(story * 5).strip()}. can I eat blue cheese?"
-    question = matcher.question_in(asked)
-    assert question == "can I eat blue cheese?"
+    assert matcher.question_in(asked) == "can I eat blue cheese?"
     cached = "Can I eat blue cheese " + "or any other soft mould-ripened cheese " * 6 + "?"
-    a, q = emb.embed([f"user: {cached}", f"user: {question}"])
-    near = Candidate("e", 0.99, cached, a)  # as if Redis found it close: past the floor
-    match = matcher.decide_in_context(q, question, asked, [near])
-    steps = [str(s) for s in match.steps]
-    assert not match.serve and steps[-1] == "view:whole: 0 of 1 fit the cross-encoder", steps
+    # as if Redis found it close: past the floor
+    served, steps = _third_look(shipped, cached, asked, cosine=0.99)
+    assert not served and steps[-1] == "view:whole: 0 of 1 fit the cross-encoder", steps
 
 
 def test_numbers_around_the_question_are_the_cross_encoders_to_weigh(
@@ -220,22 +231,15 @@ def test_numbers_around_the_question_are_the_cross_encoders_to_weigh(
 ) -> None:
     """The number veto reads the question; a number in what surrounds it ("my 4 year old
     asked me") is no veto, and one that changes the answer is refused by the model."""
-    emb, matcher = shipped
-
-    def third(cached: str, asked: str) -> tuple[bool, list[str]]:
-        question = matcher.question_in(asked)
-        assert question is not None
-        a, q = emb.embed([f"user: {cached}", f"user: {question}"])
-        match = matcher.decide_in_context(
-            q, question, asked, [Candidate("e", float(a @ q), cached, a)]
-        )
-        return match.serve, [str(s) for s in match.steps]
-
-    _, steps = third(
-        "Why is the sky blue?", "my 4 year old asked me this at breakfast. Why is the sky blue?"
+    _, steps = _third_look(
+        shipped,
+        "Why is the sky blue?",
+        "my 4 year old asked me this at breakfast. Why is the sky blue?",
     )
     assert "veto:contrast: 0 of 1 vetoed" in steps, steps
-    served, steps = third(
-        "How long should I boil an egg?", "I live at 9,000 feet. How long should I boil an egg?"
+    served, steps = _third_look(
+        shipped,
+        "How long should I boil an egg?",
+        "I live at 9,000 feet. How long should I boil an egg?",
     )
     assert not served and "veto:contrast: 0 of 1 vetoed" in steps, steps
