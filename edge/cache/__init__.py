@@ -5,8 +5,9 @@
 verifier, cross-encoder, contrast checks) and the pure cache keys (``keys``).
 """
 
+from edge.cache.decision import Match, MatchPolicy
 from edge.cache.loading import load_matcher
-from edge.cache.match import Match, Matcher, MatchPolicy
+from edge.cache.match import Matcher
 from edge.cache.step import CacheLookup, CacheStep
 from edge.cache.store import CachedAnswer, CacheUnavailable, SemanticCache
 

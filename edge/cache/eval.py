@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from edge.cache.decision import Candidate, Match
 from edge.cache.keys import conversation_text
-from edge.cache.match import Candidate, Match, Matcher
+from edge.cache.match import Matcher
 from edge.embedder import Embedder
 from shared.schemas import Message
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 
-from edge.cache.match import Matcher, MatchPolicy
+from edge.cache.decision import MatchPolicy
+from edge.cache.match import Matcher
 from edge.cache.spelling import Speller, embedder_words
 from edge.cache.verifier import ARTIFACT, Verifier
 from edge.metrics import EdgeMetrics

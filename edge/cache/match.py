@@ -60,111 +60,36 @@ shrinking share of would-be hits is sent to the model anyway ("explore").
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from edge.cache.contrast import contrast_by
 from edge.cache.contrast_swaps import coordinated_swap
+from edge.cache.decision import (
+    NO_MATCH,
+    Candidate,
+    Match,
+    MatchPolicy,
+    Step,
+    below_floor,
+    closest_vetoed,
+    confidence,
+    normalize,
+    vetoed,
+)
 from edge.cache.initialisms import abbreviated_as
 from edge.cache.pair_checks import told_apart_by
 from edge.cache.preamble import question_of
 from edge.cache.rewording import reworded
 from edge.cache.spelling import Respelling, Speller, read_alike
 from edge.cache.verifier import Verifier, pair_features, stacked
-from edge.settings import CacheSettings
 
-
-@dataclass(frozen=True)
-class Candidate:
-    entry_id: str
-    cosine: float
-    prompt: str
-    vector: np.ndarray | None
-    observations: tuple[tuple[float, bool], ...] = ()
-
-
-def _default(name: str) -> Any:
-    """The cache setting's default: one place for it (edge.settings.CacheSettings)."""
-    return CacheSettings.model_fields[name].default
-
-
-@dataclass(frozen=True)
-class MatchPolicy:
-    """The decision's knobs: a neighbour closer than the floor, certified at delta."""
-
-    floor: float = _default("candidate_floor")
-    delta: float = _default("false_hit_budget")
-    prior_strength: float = _default("prior_strength")
-    explore_rate: float = _default("explore_rate")
-    # Without a verifier: None serves exact repeats only; a number serves neighbours at
-    # least this close by cosine alone (opposites embed at 0.95-0.99: an operator's risk).
-    min_similarity: float | None = _default("min_similarity")
-    contrast: bool = True  # veto opposite-meaning candidates (off only to measure it)
-    band: bool = _default("cross_encoder_band")  # cross-encoder only where it can change it
-
-    @classmethod
-    def of(cls, cache: CacheSettings) -> MatchPolicy:
-        return cls(
-            floor=cache.candidate_floor,
-            delta=cache.false_hit_budget,
-            prior_strength=cache.prior_strength,
-            explore_rate=cache.explore_rate,
-            min_similarity=cache.min_similarity,
-            band=cache.cross_encoder_band,
-        )
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of the decision and what it found: ``eval cache --show-false-hits`` and the
-    debug log show them."""
-
-    name: str
-    verdict: str
-
-    def __str__(self) -> str:
-        return f"{self.name}: {self.verdict}"
-
-
-@dataclass(frozen=True)
-class Match:
-    candidate: Candidate | None
-    score: float
-    confidence: float
-    serve: bool
-    # none | below_floor | exact | reworded | verified | respelled | in_context | rejected |
-    # explore | cosine | contrast | exact_only (no verifier: semantic matching off) |
-    # unconfirmed (respelled)
-    reason: str
-    contrast: str | None = None  # with reason "contrast": which (contrast.CONTRASTS)
-    steps: tuple[Step, ...] = ()  # the chain as it ran; the last step decided
-
-    @property
-    def decided_by(self) -> str:
-        return self.steps[-1].name if self.steps else "none"
-
-
-NO_MATCH = Match(None, 0.0, 0.0, False, "none")
 # Characters past which a message cannot fit the cross-encoder's 128 tokens (a word piece
 # averages about 4 characters of English).
 _LONGEST_MESSAGE = 1000
-
-
-def normalize(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().casefold()
-
-
-def confidence(
-    score: float, prior: float, observations: Sequence[tuple[float, bool]], strength: float
-) -> float:
-    """Posterior mean of "serving this entry at ``score`` is right" (Beta-Bernoulli)."""
-    right = sum(1 for s, ok in observations if ok and s <= score)
-    wrong = sum(1 for s, ok in observations if not ok and s >= score)
-    return (strength * prior + right) / (strength + right + wrong)
 
 
 class Matcher:
@@ -307,16 +232,16 @@ class Matcher:
         live = [c for c in candidates if c.cosine >= p.floor]
         steps.append(Step("floor", f"{len(live)} of {len(candidates)} at cosine >= {p.floor:.2f}"))
         if not live:
-            return _below_floor(candidates)
+            return below_floor(candidates)
         if not self.semantic:
             steps.append(Step("exact_only", "no verifier: only the same words are served"))
             best = max(live, key=lambda c: c.cosine)
             return Match(best, 0.0, 0.0, False, "exact_only")
         # Every candidate, whatever its cosine or score.
         told = [contrast_by(c.prompt, text) if p.contrast else None for c in live]
-        steps.append(Step("veto:contrast", _vetoed(told)))
+        steps.append(Step("veto:contrast", vetoed(told)))
         if all(told):
-            return _closest_vetoed(live, told)
+            return closest_vetoed(live, told)
         live = [c for c, why in zip(live, told, strict=True) if why is None]
         for c in live:  # the same question in other words: no model needed
             if reworded(c.prompt, text):
@@ -345,7 +270,7 @@ class Matcher:
         if any(swaps):
             steps.append(Step("view:order", f"{sum(swaps)} read as the cached question"))
         apart = [told_apart_by(*pair) for pair in pairs]
-        steps.append(Step("veto:told_apart", _vetoed(apart)))
+        steps.append(Step("veto:told_apart", vetoed(apart)))
         features = np.stack(
             [
                 pair_features(c.vector, c.vector if swap else vector, *pair)  # type: ignore[arg-type]
@@ -402,7 +327,7 @@ class Matcher:
         live = [c for c in candidates if c.cosine >= p.floor and c.vector is not None]
         steps.append(Step("floor", f"{len(live)} of {len(candidates)} at cosine >= {p.floor:.2f}"))
         if not live:
-            return replace(_below_floor(candidates), steps=tuple(steps))
+            return replace(below_floor(candidates), steps=tuple(steps))
         # A message longer than the cross-encoder's window would be judged on a part of it.
         whole = [c for c in live if verifier.cross.reads_whole(c.prompt, asked)]
         steps.append(Step("view:whole", f"{len(whole)} of {len(live)} fit the cross-encoder"))
@@ -418,12 +343,12 @@ class Matcher:
             else None
             for c in live
         ]
-        steps.append(Step("veto:contrast", _vetoed(told)))
+        steps.append(Step("veto:contrast", vetoed(told)))
         if all(told):
-            return replace(_closest_vetoed(live, told), steps=tuple(steps))
+            return replace(closest_vetoed(live, told), steps=tuple(steps))
         live = [c for c, why in zip(live, told, strict=True) if why is None]
         apart = [told_apart_by(c.prompt, question) or told_apart_by(c.prompt, asked) for c in live]
-        steps.append(Step("veto:told_apart", _vetoed(apart)))
+        steps.append(Step("veto:told_apart", vetoed(apart)))
         features = np.stack(
             [pair_features(c.vector, vector, c.prompt, question) for c in live]  # type: ignore[arg-type]
         )
@@ -487,22 +412,3 @@ class Matcher:
         scores = np.full(len(scored), -1.0, dtype=np.float32)
         scores[maybe] = verifier.stacked_scores(mlp, pairs, maybe)
         return scores
-
-
-def _below_floor(candidates: Sequence[Candidate]) -> Match:
-    """The refusal when no neighbour reached the floor: the closest one, or none at all."""
-    best = max(candidates, key=lambda c: c.cosine, default=None)
-    return Match(best, 0.0, 0.0, False, "below_floor") if best else NO_MATCH
-
-
-def _closest_vetoed(live: Sequence[Candidate], told: Sequence[str | None]) -> Match:
-    """The refusal when the contrast veto refused every candidate: the closest one's."""
-    i = max(range(len(live)), key=lambda j: live[j].cosine)
-    return Match(live[i], 0.0, 0.0, False, "contrast", told[i])
-
-
-def _vetoed(why: Sequence[str | None]) -> str:
-    """How many were vetoed and why: "2 of 3 vetoed (antonym, number)"."""
-    kinds = sorted({w for w in why if w})
-    n = sum(1 for w in why if w)
-    return f"{n} of {len(why)} vetoed" + (f" ({', '.join(kinds)})" if kinds else "")

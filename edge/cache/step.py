@@ -34,7 +34,8 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from edge.cache import keys as cache_key
-from edge.cache.match import Candidate, Match, Matcher, normalize
+from edge.cache.decision import Candidate, Match, normalize
+from edge.cache.match import Matcher
 from edge.cache.spelling import Respelling
 from edge.cache.store import CachedAnswer, CacheUnavailable, SemanticCache
 from edge.context import Answer, RequestContext

@@ -2,7 +2,7 @@
 
 Entries are hashes with TAG fields for the hard partition and the conversation context;
 a lookup is a KNN query pre-filtered by both, so an answer never crosses a partition.
-Which neighbour (if any) is served is decided by ``edge.cache_match``; each entry keeps its
+Which neighbour (if any) is served is decided by ``edge.cache.match``; each entry keeps its
 own short history of verified outcomes for that. TTL is absolute: hits do not extend it.
 A Redis failure never fails a request: the cache reports a miss and stays bypassed for a
 short back-off.
@@ -25,7 +25,7 @@ from redis.commands.search.field import NumericField, TagField, VectorField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.exceptions import RedisError, ResponseError
 
-from edge.cache.match import Candidate, MatchPolicy, normalize
+from edge.cache.decision import Candidate, MatchPolicy, normalize
 
 log = logging.getLogger("edgecore.edge.cache")
 

@@ -22,7 +22,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from edge.asks import Ask, ChatAsk, CompletionAsk, ResponsesAsk
-from edge.cache.match import Matcher, MatchPolicy
+from edge.cache.decision import MatchPolicy
+from edge.cache.match import Matcher
 from edge.cache.step import CacheStep
 from edge.cache.store import CachedAnswer
 from edge.context import Answer, RequestContext

@@ -29,7 +29,8 @@ from starlette.types import ASGIApp, Message
 from core.discovery import Discovery
 from core.pool_config import ReplicaConfig
 from core.settings import EngineConfig
-from edge.cache.match import Matcher, MatchPolicy
+from edge.cache.decision import MatchPolicy
+from edge.cache.match import Matcher
 from edge.cache.step import CacheStep
 from edge.context import RequestContext
 from edge.embedder import BatchingEmbedder

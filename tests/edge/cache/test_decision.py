@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from edge.cache.contrast_swaps import coordinated_swap
+from edge.cache.decision import Candidate, MatchPolicy, confidence
 from edge.cache.eval import load_pairs, operating_points
 from edge.cache.loading import load_matcher
-from edge.cache.match import Candidate, Matcher, MatchPolicy, confidence
+from edge.cache.match import Matcher
 from edge.cache.pair_checks import (
     LEXICAL,
     extra_questions,

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from edge.cache.decision import Candidate
 from edge.cache.eval import decide_pair
 from edge.cache.loading import load_matcher
-from edge.cache.match import Candidate, Matcher
+from edge.cache.match import Matcher
 from edge.embedder import Embedder
 from edge.settings import EdgeSettings
 

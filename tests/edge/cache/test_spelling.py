@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
-from edge.cache.match import Candidate, Matcher, MatchPolicy
+from edge.cache.decision import Candidate, MatchPolicy
+from edge.cache.match import Matcher
 from edge.cache.spelling import Respelling, Speller, embedder_words, respell, typo_of
 from edge.cache.step import CacheStep
 from edge.cache.store import CachedAnswer, CacheUnavailable

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from starlette.datastructures import Headers
 
-from edge.cache.match import Candidate, Match, Matcher, MatchPolicy
+from edge.cache.decision import Candidate, Match, MatchPolicy
+from edge.cache.match import Matcher
 from edge.cache.preamble import question_of
 from edge.cache.step import CacheStep
 from edge.cache.store import CachedAnswer, CacheUnavailable

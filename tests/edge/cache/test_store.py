@@ -10,7 +10,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.utils import HIREDIS_AVAILABLE
 
-from edge.cache.match import MatchPolicy
+from edge.cache.decision import MatchPolicy
 from edge.cache.store import CachedAnswer, SemanticCache, connect, search_results
 
 DIM = 8
