@@ -200,11 +200,6 @@ _CONDITIONS = frozenset(
 )
 
 
-# "Sorry if this is dumb, but ...": the asker's manners, not a condition on the answer.
-_MANNERS = frozenset("sorry apologies".split())
-_IF_NOT_A_CONDITION = WHETHER | _MANNERS  # the word before "if"
-
-
 _WH = frozenset("what which how who where why".split())
 _NOT_A_CLAUSE = QUESTION_WORDS | frozenset(("and", "or"))
 
@@ -215,8 +210,8 @@ def _one_of(word: str, words: frozenset[str]) -> bool:
 
 def _whether_if(words: Sequence[str], i: int) -> bool:
     """Whether the "if" at ``i`` means whether, or is manners: "tell if", "find out if",
-    "I was wondering if", "tell me if"; "sorry if"."""
-    if i and _one_of(words[i - 1], _IF_NOT_A_CONDITION):
+    "I was wondering if", "tell me if"."""
+    if i and _one_of(words[i - 1], WHETHER):
         return True
     return i > 1 and words[i - 1] in ("me", "us") and _one_of(words[i - 2], WHETHER)
 
@@ -330,16 +325,18 @@ CONTRASTS = (
 )  # fmt: skip
 
 # The asker's manners around the question, not part of it: "if you could tell me ...",
-# "..., if you don't mind me asking", "if it's not too much trouble, ...". Read as a
-# condition or a negation, they vetoed six rewordings in three sets written apart (blind6,
-# blind16, blind18) and no different question. Each becomes a pause, so what follows still
-# opens a clause ("I'd appreciate it if you could tell me when ..." asks when).
+# "..., if you don't mind me asking", "if it's not too much trouble, ...", "sorry if this
+# is dumb, but ...". Read as a condition or a negation, they vetoed six rewordings in three
+# sets written apart (blind6, blind16, blind18) and no different question. Each becomes a
+# pause, so what follows still opens a clause ("I'd appreciate it if you could tell me
+# when ..." asks when).
 _A = "['\u2019]?"  # an apostrophe, typed or typographic, or none
 _POLITE_ASIDE = re.compile(
     r"\bif\s+(?:you|u)\s+(?:could|can|would|will)\s+(?:please\s+)?"
     r"(?:tell|show|list|explain|share)(?:\s+(?:me|us|them))?\b"
     rf"|\bif\s+you\s+(?:don{_A}t|do\s+not)\s+mind(?:\s+(?:me|my)\s+asking)?\b"
-    rf"|\bif\s+(?:it{_A}s|it\s+is)\s+not\s+too\s+much\s+(?:trouble|to\s+ask)\b",
+    rf"|\bif\s+(?:it{_A}s|it\s+is)\s+not\s+too\s+much\s+(?:trouble|to\s+ask)\b"
+    r"|\b(?:sorry|apologies)\s+if\b",
     re.IGNORECASE,
 )
 

@@ -76,6 +76,7 @@ number | How many calories are in 2 eggs? | How many calories are in three eggs?
 number | How many calories are in one egg? | How many calories are in 2 eggs?
 condition | How do I reset my router? | How do I reset my router if I forgot the password?
 condition | Can I take ibuprofen? | if you don't mind me asking, can I take it if I am pregnant?
+condition | Can I take ibuprofen? | sorry if this is basic, but can I take it if I am pregnant?
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
 condition | Can I drink coffee? | Can I drink coffee while breastfeeding?
@@ -263,6 +264,7 @@ NOT_CONTRASTS = [
     # "a while" is a time and "sorry if" manners, not conditions of the question
     ("How do magnets work?", "I've been curious for a while, how do magnets work?"),
     ("Why do cats purr?", "Sorry if this is a silly question, but why do cats purr?"),
+    ("How do I reset my router?", "Apologies if this is basic: how do I reset my router?"),
     # circumstances may move: only who does what to whom is an order
     ("Was school during the war hard in Poland?", "Was school in Poland hard during the war?"),
     # the passive with its agent kept asks the same
