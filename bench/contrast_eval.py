@@ -93,6 +93,10 @@ and blind10 onwards are never trained on.
   way (324 different questions, 317 rewordings, after 119 pairs already in earlier sets
   were left out), run first on stop 63's code and models as landed; its first run is in
   ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind19.jsonl``, a twenty-first set written blind at stop 65 the
+  same way, by two helpers (425 different questions, 346 rewordings, after 195 pairs
+  already in earlier sets were left out), run first on stop 65's code with stop 62's
+  models; its first run is in ``docs/cache.md``, and from then on it is a dev set;
 * ``tests/data/contrast_context.jsonl``, a set written blind at stop 64 for one case: a
   plain question, and the same question wrapped in what the asker said around it (a
   greeting, a story, a sign-off, details), where that does not change the answer (200,
@@ -145,13 +149,15 @@ BLIND15 = DEV.with_name("contrast_blind15.jsonl")
 BLIND16 = DEV.with_name("contrast_blind16.jsonl")
 BLIND17 = DEV.with_name("contrast_blind17.jsonl")
 BLIND18 = DEV.with_name("contrast_blind18.jsonl")
+BLIND19 = DEV.with_name("contrast_blind19.jsonl")
 CONTEXT = DEV.with_name("contrast_context.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
     "blind4": BLIND4, "blind5": BLIND5, "blind6": BLIND6, "blind7": BLIND7,
     "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10, "blind11": BLIND11,
     "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14, "blind15": BLIND15,
-    "blind16": BLIND16, "blind17": BLIND17, "blind18": BLIND18, "context": CONTEXT,
+    "blind16": BLIND16, "blind17": BLIND17, "blind18": BLIND18, "blind19": BLIND19,
+    "context": CONTEXT,
 }  # fmt: skip
 
 
