@@ -276,10 +276,16 @@ _COMPARISONS = {
     "less than or equal to": "<=", "at least": ">=", "at most": "<=", "no more than": "<=",
     "no less than": ">=", "greater than": ">", "more than": ">", "less than": "<",
     "fewer than": "<", "<=": "<=", ">=": ">=", "\u2264": "<=", "\u2265": ">=", "<": "<", ">": ">",
+    # A shell's test (``[ $a -lt $b ]``).
+    "-lt": "<", "-le": "<=", "-gt": ">", "-ge": ">=", "-eq": "==", "-ne": "!=",
 }  # fmt: skip
 _COMPARISON = re.compile(
     "|".join(
-        rf"\b{re.escape(p)}\b" if p[0].isalpha() else re.escape(p)
+        rf"\b{re.escape(p)}\b"
+        if p[0].isalpha()
+        else rf"(?<![\w-]){re.escape(p)}\b"
+        if p[0] == "-"
+        else re.escape(p)
         for p in sorted(_COMPARISONS, key=len, reverse=True)
     )
 )

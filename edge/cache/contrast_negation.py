@@ -125,7 +125,17 @@ _GET = frozenset(("get", "got", "gotten"))
 
 
 def _negatable(words: Sequence[str]) -> set[str]:
-    return set(content_lemmas(words)) | ({"get"} if _GET.intersection(words) else set())
+    return set(_folded(words)) | ({"get"} if _GET.intersection(words) else set())
+
+
+def _folded(words: Sequence[str]) -> list[str]:
+    """``content_lemmas`` with a final e after a consonant dropped, as "-ing" and "-ed" drop
+    it: "charging" / "charge" ("iphone is charging but won't turn on" / "iphone turns on
+    but won't charge")."""
+    return [
+        w[:-1] if len(w) > 3 and w.endswith("e") and w[-2] not in "aeiou" else w
+        for w in content_lemmas(words)
+    ]
 
 
 def negation_moved(cached: str, asked: str) -> bool:
@@ -139,7 +149,7 @@ def negation_moved(cached: str, asked: str) -> bool:
     a, b = contrast_words(cached), contrast_words(asked)
     if sum(w in NEGATORS for w in a) != 1 or sum(w in NEGATORS for w in b) != 1:
         return False
-    ca, cb = content_lemmas(a), content_lemmas(b)
+    ca, cb = sorted(_folded(a)), sorted(_folded(b))
     if len(set(ca) ^ set(cb)) > _OTHER_WORDS:
         return False
     sa, sb = _split(a), _split(b)

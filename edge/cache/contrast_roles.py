@@ -39,9 +39,30 @@ from shared.lexicon import (
 
 def roles_traded(cached: str, asked: str) -> bool:
     """Whether the two questions trade who does and who is done to through the form of the
-    question: voice, the asked-for role, or a preposition left at the end."""
+    question: voice, the asked-for role, or a preposition left at the end; or one asks about
+    the other of two things both name (``other_named``)."""
     a, b = argument_words(cached), argument_words(asked)
-    return voice_traded(a, b) or asked_traded(a, b) or stranded(a, b) or stranded(b, a)
+    return (
+        voice_traded(a, b)
+        or asked_traded(a, b)
+        or stranded(a, b)
+        or stranded(b, a)
+        or other_named(a, b)
+    )
+
+
+def other_named(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether ``b`` is ``a`` with one word put for another thing both questions name:
+    "when a sailboat and a motorboat meet, does the sailboat give way" / "... does the
+    motorboat give way". Each word is still there on the other side, so the words barely
+    differ, but the question is now about the other one."""
+    if len(a) != len(b):
+        return False
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    if len(differ) != 1:
+        return False
+    x, y = a[differ[0]], b[differ[0]]
+    return content_word(x) and content_word(y) and y in a and x in b
 
 
 # Where a sentence's clauses part: a mark, or "and" / "but" between two of them.

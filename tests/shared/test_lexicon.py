@@ -60,3 +60,6 @@ def test_comparisons_in_words_read_as_their_signs() -> None:
     assert comparisons("is x greater than or equal to 7") == [">="]
     assert comparisons("at least 3 but less than 9, x > 1") == [">=", "<", ">"]
     assert comparisons("the greatest thing") == []
+    # A shell's test, not a word's hyphen: "[ $a -le $b ]", "a well-lit e-ticket".
+    assert comparisons("[ $a -le $b ] && [ $c -ne 0 ]") == ["<=", "!="]
+    assert comparisons("a well-lit e-ticket for a log-level flag") == []

@@ -143,6 +143,9 @@ antonym | What is a synonym for big? | What is an antonym for big?
 antonym | how do I brighten a dim hallway | how do I darken a bright hallway
 antonym | how to lighten hair that went too dark | how to darken hair that went too light
 antonym | what does the left hemisphere control | what does the right hemisphere control
+order | a yacht meets a barge: does the yacht yield? | a yacht meets a barge: does the barge yield?
+negation | iphone is charging but won't turn on | iphone turns on but won't charge
+operator | In bash, what does [ $a -lt $b ] check? | In bash, what does [ $a -le $b ] check?
 """)
 
 # (kind, cached, asked): another unit or name. No rule tells these apart since stop 62 (the
