@@ -59,6 +59,12 @@ KINDS = {
         "How does a virtual private network slow my connection?",
         "How does a virtual private network protect my data?",
     ),
+    # The other of two things the question names (stop 65): one word apart, an order.
+    "named": (
+        "If a cyclist and a pedestrian collide, is the cyclist at fault?",
+        "If a cyclist and a pedestrian collide, is the pedestrian at fault?",
+        "If a cyclist and a pedestrian collide, is the cyclist to blame?",
+    ),
     # An aside on why one asks changes nothing; a constraint before the question does.
     "aside": (
         "Can I eat blue cheese?",
@@ -77,6 +83,7 @@ LIGHT = {
     "voice": "can a hawk catch a rabbit",
     "aside": "Can I eat blue cheese ?",
     "abbreviation": "how does a VPN protect my data",
+    "named": "if a cyclist and a pedestrian collide, is the cyclist at fault",
 }
 # Rewordings the test build's models refused on the AMD (AVX2) machines they were written
 # on: all five, at scores 0.55-0.81 (issue 32, point 4: recall). Not strict: they sit near
@@ -86,6 +93,9 @@ LIGHT = {
 REFUSED = {"role", "sibling", "scope", "intent", "formula"}
 # Stop 53: the test build refuses the aside (MLP 0.52), the full build serves it (0.903).
 REFUSED |= {"aside"}
+# Stop 65: the test build refuses "to blame" for "at fault" (MLP 0.76), as it refuses most
+# synonyms.
+REFUSED |= {"named"}
 
 
 @pytest.fixture(scope="module")
