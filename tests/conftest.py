@@ -264,6 +264,7 @@ class Keys:
     capped: str  # tenant "capped": at most 2 cache entries
     sampled: str  # tenant "sampled": opted in to caching temperature > 0 answers
     batch: str  # tenant "batch": the core admits its forwarded requests as batch
+    personal: str  # tenant "personal": cached answers shared only by the same `user`
     admin: str  # an admin key (not a tenant key)
 
     def auth(self, key: str | None = None) -> dict[str, str]:
@@ -275,7 +276,9 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
     from edge.tenancy.keys import add_key, dump_keys_file, load_keys_file, new_key
 
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
-    names = ("alpha", "beta", "limited", "edge-only", "fuzz", "capped", "sampled", "batch")
+    names = (
+        "alpha", "beta", "limited", "edge-only", "fuzz", "capped", "sampled", "batch", "personal",
+    )  # fmt: skip
     plain = {name: add_key(path, name) for name in names}
     tenants = load_keys_file(path)
     tenants["limited"] = tenants["limited"].model_copy(update={"requests_per_minute": 3})
@@ -288,10 +291,11 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
     tenants["capped"] = tenants["capped"].model_copy(update={"cache_max_entries": 2})
     tenants["sampled"] = tenants["sampled"].model_copy(update={"cache_nondeterministic": True})
     tenants["batch"] = tenants["batch"].model_copy(update={"core_priority": "batch"})
+    tenants["personal"] = tenants["personal"].model_copy(update={"cache_scope": "user"})
     path.write_text(dump_keys_file(tenants))
     return Keys(
         path, plain["alpha"], plain["beta"], plain["limited"], plain["edge-only"], plain["fuzz"],
-        plain["capped"], plain["sampled"], plain["batch"], new_key(),
+        plain["capped"], plain["sampled"], plain["batch"], plain["personal"], new_key(),
     )  # fmt: skip
 
 

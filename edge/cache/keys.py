@@ -80,8 +80,12 @@ def context_key(messages: list[Message]) -> str:
     return _digest([[m.role, _norm(m.text())] for m in earlier])
 
 
-def partition_key(req: ChatCompletionRequest, *, tenant: str, embedder_id: str) -> str:
-    """Everything besides the prompt that must match exactly for an answer to be reused."""
+def partition_key(
+    req: ChatCompletionRequest, *, tenant: str, embedder_id: str, user: str | None = None
+) -> str:
+    """Everything besides the prompt that must match exactly for an answer to be reused.
+    ``user``: for a tenant whose answers stay with each user (``Tenant.cache_scope``), the
+    request's ``user`` field."""
     extra = req.model_extra or {}
     dumped = req.model_dump(include=set(_ANSWER_PARAMS) & set(type(req).model_fields))
     params = {k: dumped.get(k, extra.get(k)) for k in _ANSWER_PARAMS}
@@ -97,6 +101,8 @@ def partition_key(req: ChatCompletionRequest, *, tenant: str, embedder_id: str) 
             "max_tokens": max_tokens_bucket(req.output_limit),
             "system": system,
             "embedder": embedder_id,
+            # Only when given: a tenant-wide partition keeps the digest it always had.
+            **({"user": user} if user is not None else {}),
         }
     )
 

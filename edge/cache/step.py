@@ -192,8 +192,12 @@ class CacheStep:
         directive = directive_of(headers)
         # A tenant may opt in to caching sampled (temperature > 0) answers.
         only_deterministic = self.settings.only_deterministic and not tenant.cache_nondeterministic
-        if directive == "off" or not cache_key.is_cacheable(
-            req, only_deterministic=only_deterministic
+        # A tenant whose answers stay with each user: no user, nothing shared or stored.
+        anonymous = tenant.cache_scope == "user" and not req.user
+        if (
+            directive == "off"
+            or anonymous
+            or not cache_key.is_cacheable(req, only_deterministic=only_deterministic)
         ):
             ctx.cache = "bypass"
             self.metrics.cache.labels("bypass").inc()
@@ -211,7 +215,10 @@ class CacheStep:
         found = CacheLookup(
             vector=None,
             partition=cache_key.partition_key(
-                req, tenant=tenant.name, embedder_id=self.embedder.model_id
+                req,
+                tenant=tenant.name,
+                embedder_id=self.embedder.model_id,
+                user=req.user if tenant.cache_scope == "user" else None,
             ),
             context=cache_key.context_key(req.messages),
             read=directive == "on",

@@ -79,6 +79,26 @@ def test_identical_prompts_from_two_tenants_never_share_cache(edge_url: str, key
     assert probe.headers["x-edgecore-cache"] == "miss"
 
 
+def test_a_tenant_scoped_to_users_shares_answers_only_with_the_same_user(
+    edge_url: str, keys: Keys
+) -> None:
+    prompt = f"Say goodbye. ({uuid.uuid4().hex[:8]})"
+    extra = {"max_tokens": 128}
+    first = ask(edge_url, keys.personal, prompt, user="ann", **extra)
+    assert first.status_code == 200 and first.json()["choices"][0]["finish_reason"] == "stop"
+    again = None
+    for _ in range(20):
+        again = ask(edge_url, keys.personal, prompt, user="ann", **extra)
+        if again.headers["x-edgecore-tier"] == "cache":
+            break
+    assert again is not None and again.headers["x-edgecore-tier"] == "cache"
+    probe = ask(edge_url, keys.personal, prompt, user="bob", **extra)
+    assert probe.headers["x-edgecore-tier"] == "edge"
+    assert probe.headers["x-edgecore-cache"] == "miss"
+    anonymous = ask(edge_url, keys.personal, prompt, **extra)
+    assert anonymous.headers["x-edgecore-cache"] == "bypass"
+
+
 def test_models_are_limited_per_tenant(edge_url: str, keys: Keys) -> None:
     models = httpx.get(edge_url + "/v1/models", headers=keys.auth(keys.edge_only)).json()
     assert [m["id"] for m in models["data"]] == ["edge-smollm2-135m"]

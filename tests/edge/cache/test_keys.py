@@ -46,6 +46,15 @@ def test_partition_ignores_prompt_and_similar_max_tokens() -> None:
     assert part(req(max_tokens=100)) == part(req(max_tokens=120))
 
 
+def test_a_tenant_scoped_to_users_has_a_partition_per_user() -> None:
+    r = req(user="ann")
+    ann = cache_key.partition_key(r, tenant="t1", embedder_id="e1", user="ann")
+    bob = cache_key.partition_key(req(user="bob"), tenant="t1", embedder_id="e1", user="bob")
+    assert len({ann, bob, part(r)}) == 3
+    # Unscoped, the digest is the one every stored entry was written under.
+    assert cache_key.partition_key(r, tenant="t1", embedder_id="e1", user=None) == part(r)
+
+
 def test_context_key_separates_follow_ups() -> None:
     a = [
         {"role": "user", "content": "Who is Obama?"},

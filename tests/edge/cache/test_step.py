@@ -39,10 +39,12 @@ class Store:
         self.near: list[tuple[Candidate, CachedAnswer]] = []
         self.reads = 0
         self.stored: list[CachedAnswer] = []
+        self.partitions: list[str] = []
         self.down = False
 
     async def lookup_exact(self, *, partition: str, context: str, text: str) -> Any:
         self.reads += 1
+        self.partitions.append(partition)
         if self.down:
             raise CacheUnavailable("down")
         return self.exact.get(text)
@@ -140,6 +142,22 @@ def test_sampled_requests_and_opted_out_tenants_bypass_the_cache(cache: Step) ->
         request(temperature=0.7), context(), Tenant(cache_nondeterministic=True)
     )
     assert sampled is not None and opted_in.store.reads == 2  # the exact step, then KNN
+
+
+def test_a_tenant_scoped_to_users_shares_answers_only_within_a_user(cache: Step) -> None:
+    scoped = Tenant(cache_scope="user")
+    ctx = context()
+    assert cache.lookup(request(), ctx, scoped) is None and ctx.cache == "bypass"
+    assert cache.store.reads == 0  # no user: neither read nor stored
+    # (an embedder is started once per loop: a step per lookup)
+    ann = Step().lookup(request(user="ann"), context(), scoped)
+    bob = Step().lookup(request(user="bob"), context(), scoped)
+    assert ann is not None and bob is not None and ann.partition != bob.partition
+    # The same user is the same partition; tenant-wide, who asks does not matter.
+    assert Step().lookup(request(user="ann"), context(), scoped).partition == ann.partition
+    assert Step().lookup(request(user="ann"), context()).partition == (
+        Step().lookup(request(user="bob"), context()).partition
+    )
 
 
 def test_a_failing_redis_sends_the_request_on_without_the_cache(cache: Step) -> None:
