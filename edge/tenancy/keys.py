@@ -4,7 +4,7 @@
     keys = ["sha256:9f86d081..."]        # `edgecore keys add acme` prints a key and adds this
     route_policy = "auto"                 # auto | edge | core
     cache = true
-    cache_scope = "tenant"                # tenant | user: answers shared by the OpenAI `user`
+    cache_scope = "tenant"                # tenant | user: shared only by one OpenAI `user`
     models = ["auto", "edge-smollm2-135m"] # allowed models (omit: all)
     degrade = "edge"                      # core down: edge | 503 (omit: the edge's setting)
     requests_per_minute = 600
