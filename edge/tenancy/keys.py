@@ -4,7 +4,7 @@
     keys = ["sha256:9f86d081..."]        # `edgecore keys add acme` prints a key and adds this
     route_policy = "auto"                 # auto | edge | core
     cache = true
-    cache_scope = "tenant"                # tenant | user: shared only by one OpenAI `user`
+    cache_scope = "user"                  # omit: tenant-wide; user: one OpenAI `user` only
     models = ["auto", "edge-smollm2-135m"] # allowed models (omit: all)
     degrade = "edge"                      # core down: edge | 503 (omit: the edge's setting)
     requests_per_minute = 600
@@ -43,10 +43,11 @@ class Tenant(BaseModel):
     cache: bool = True
     cache_nondeterministic: bool = False  # also cache sampled (temperature > 0) answers
     cache_max_entries: int | None = Field(default=None, ge=1)
-    # Who shares cached answers: every user of the tenant, or only requests with the same
-    # OpenAI `user` field (an answer may repeat what its asker said about themselves);
-    # with "user", a request without one is not cached.
-    cache_scope: Literal["tenant", "user"] = "tenant"
+    # Who shares cached answers: every user of the tenant (None, "tenant"), or only requests
+    # with the same OpenAI `user` field (an answer may repeat what its asker said about
+    # themselves); with "user", a request without one is not cached. None, not "tenant", by
+    # default: a keys file written by `edgecore keys add` then still loads in an older edge.
+    cache_scope: Literal["tenant", "user"] | None = None
     models: frozenset[str] | None = None
     degrade: Literal["edge", "503"] | None = None
     # The core's admission class for this tenant's forwarded requests (its queues are

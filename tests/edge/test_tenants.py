@@ -63,6 +63,18 @@ def test_keys_file_holds_only_hashes(keys: Keys) -> None:
     assert keys.alpha not in text and hash_key(keys.alpha) in text
 
 
+def test_a_default_tenant_is_written_as_an_older_edge_reads_it(tmp_path: Path) -> None:
+    # Fields added since (cache_scope) are left out at their defaults: a keys file written
+    # by `edgecore keys add` still loads in an edge that predates them.
+    path = tmp_path / "keys.toml"
+    add_key(path, "acme")
+    assert "cache_scope" not in path.read_text()
+    tenants = load_keys_file(path)
+    tenants["acme"] = tenants["acme"].model_copy(update={"cache_scope": "user"})
+    path.write_text(dump_keys_file(tenants))
+    assert load_keys_file(path)["acme"].cache_scope == "user"
+
+
 def test_identical_prompts_from_two_tenants_never_share_cache(edge_url: str, keys: Keys) -> None:
     prompt = f"Say hello. ({uuid.uuid4().hex[:8]})"
     extra = {"repetition_penalty": 1.1, "max_tokens": 128}
