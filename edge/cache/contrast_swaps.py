@@ -33,8 +33,15 @@ _RELATIONS = {
 }  # fmt: skip
 # Between two swapped arguments, these keep the meaning ("A or B?", "A and B").
 _SYMMETRIC = frozenset(("and", "or", "vs", "with", "between", "&", "nor"))
-# "A different from B", "tell A from B": a "from" that sets two things apart is symmetric.
-_APART = frozenset("different differ differs distinguish tell apart distinct".split())
+# Predicates that take their two arguments in either order: "A different from B", "tell A
+# from B", "how far is A from B", "what separates A from B", "is A the same as B". A
+# "from", "to" or "as" after one of them, in its clause, orders nothing.
+_EITHER_WAY = frozenset(
+    "different differ differs distinguish distinguishes tell apart distinct far distance "
+    "separate separates same".split()
+)
+_EITHER_WAY_REACH = 5  # words back from the "from" / "to" / "as" to its predicate
+_EITHER_WAY_STEMS = frozenset(stem(w) for w in _EITHER_WAY)  # as the views read them
 _CONTENT_STOP = (
     STOPWORDS | QUESTION_WORDS | NEGATIONS | _DETERMINERS | frozenset(_RELATIONS) | _SYMMETRIC
 )
@@ -48,7 +55,7 @@ def _relations(words: Sequence[str]) -> set[tuple[str, str, str]]:
     """(left argument, relation, right argument) for content words near a relation word."""
     found = set()
     for p, w in enumerate(words):
-        if w not in _RELATIONS or (w == "from" and p and words[p - 1] in _APART):
+        if w not in _RELATIONS or either_way(words, p):
             continue
         left: list[str] = []
         for x in reversed(words[max(0, p - 3) : p]):
@@ -69,6 +76,19 @@ def _relations(words: Sequence[str]) -> set[tuple[str, str, str]]:
             if content_word(b) and a != b
         }
     return found
+
+
+def either_way(words: Sequence[str], p: int) -> bool:
+    """Whether the "from", "to" or "as" at ``p`` follows, in its clause, a predicate whose
+    arguments come in either order (``_EITHER_WAY``)."""
+    if words[p] not in ("from", "to", "as"):
+        return False
+    for w in reversed(words[max(0, p - _EITHER_WAY_REACH) : p]):
+        if w in PUNCTUATION:
+            return False
+        if stem(w) in _EITHER_WAY_STEMS:
+            return True
+    return False
 
 
 _TOWARDS = frozenset(("to", "into", "onto", "towards"))
@@ -106,7 +126,7 @@ def _sides_of(words: Sequence[str], relation: str) -> list[tuple[set[str], set[s
     """For each ``relation`` word of a text: the content words only before it, and only
     after it, within its clause."""
     sides = []
-    for at in (i for i, w in enumerate(words) if w == relation):
+    for at in (i for i, w in enumerate(words) if w == relation and not either_way(words, i)):
         start = end = at
         while start > 0 and words[start - 1] not in PUNCTUATION:
             start -= 1
@@ -297,7 +317,7 @@ def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
         _argument(one)
         and _argument(two)
         and (not set(mid) & PUNCTUATION or _across_clauses(mid))
-        and not (len(mid) <= _SHORT_MIDDLE and _symmetric(mid))
+        and not (len(mid) <= _SHORT_MIDDLE and (_symmetric(mid) or _either_way_at(a, one, mid)))
         for one, mid, two in _trades(a, b)
     )
 
@@ -339,11 +359,21 @@ def _traded_before_tail(a: Sequence[str], b: Sequence[str]) -> bool:
 _SHORT_MIDDLE = 3  # words: "with", "compared with", "is compatible with"
 
 
+def _either_way_at(a: Sequence[str], one: Sequence[str], mid: Sequence[str]) -> bool:
+    """Whether, where ``one mid`` first stands in ``a``, a word of ``mid`` relates the two
+    sides of a predicate that takes them in either order ("how far is A from B")."""
+    k, m = len(one), len(mid)
+    for s in range(len(a) - k - m + 1):
+        if a[s : s + k] == one and a[s + k : s + k + m] == mid:
+            return any(either_way(a, s + k + i) for i in range(m))
+    return False
+
+
 def _symmetric(middle: Sequence[str]) -> bool:
     words = set(middle)
     if "with" in words and len(middle) > 1 and not words & _WITH_EACH_OTHER:
         words.discard("with")  # "A interferes with B" is who does what
-    return bool(words & _SYMMETRIC or ("from" in words and words & _APART))
+    return bool(words & _SYMMETRIC or any(either_way(middle, i) for i in range(len(middle))))
 
 
 # What "with" leaves symmetric: "A compared with B", "is A compatible with B", "A's
@@ -372,7 +402,12 @@ def coordinated_swap(cached: str, asked: str) -> bool:
     manager" reads as "manager" and "agent" swapped (QQP calls them the same question)."""
     a, b = unstopped(list(argument_words(cached))), unstopped(list(argument_words(asked)))
     return any(
-        len(mid) == 1 and mid[0] in _COORDINATORS and _argument(one) and _argument(two)
+        _argument(one)
+        and _argument(two)
+        and (
+            (len(mid) == 1 and mid[0] in _COORDINATORS)
+            or (len(mid) <= _SHORT_MIDDLE and _either_way_at(a, one, mid))
+        )
         for one, mid, two in _trades(a, b)
     )
 

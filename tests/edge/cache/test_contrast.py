@@ -251,6 +251,11 @@ NOT_CONTRASTS = [
     ("How can I lower my electricity bill?", "How can I reduce my electricity bill?"),
     ("Should I use tabs or spaces?", "Should I use spaces or tabs?"),
     ("How is an LED TV different from an LCD TV?", "How is an LCD TV different from an LED TV?"),
+    # a predicate that takes its two sides in either order (blind6, 7, 13, 15, 18)
+    ("How far is Rome from Milan?", "How far is Milan from Rome?"),
+    ("what separates a frog from a toad", "what separates a toad from a frog"),
+    ("what distinguishes a moth from a butterfly", "what distinguishes a butterfly from a moth"),
+    ("Is a tangerine the same as a mandarin?", "Is a mandarin the same as a tangerine?"),
     ("Is Python slower compared to Java?", "Is Java slower compared to Python?"),
     ("What is 15% of 80?", "What's 15 percent of 80?"),
     ("What does 2>&1 mean in bash?", "In bash, what does 2>&1 mean?"),
@@ -382,6 +387,14 @@ def test_every_candidate_is_checked_whatever_its_score() -> None:
         ("Is a kayak or a canoe more stable?", "is an canoe or the kayak more stable", True),
         ("Rust vs. Go for a CLI", "Go versus Rust for a CLI", True),
         ("pros and cons of a heat pump", "cons and pros of a heat pump", True),
+        # or of a predicate that takes them in either order
+        ("How far is Rome from Milan?", "How far is Milan from Rome?", True),
+        (
+            "how does git fetch differ from git pull",
+            "how does git pull differ from git fetch",
+            True,
+        ),
+        ("Is a tangerine the same as a mandarin?", "Is a mandarin the same as a tangerine?", True),
         # only order is free: other words, or a side left out, are another question
         ("How do wolves and coyotes differ?", "How do coyotes and foxes differ?", False),
         ("Is a kayak or a canoe stable?", "Is a canoe stable?", False),
@@ -389,12 +402,13 @@ def test_every_candidate_is_checked_whatever_its_score() -> None:
         ("Can my landlord sue me?", "Can I sue my landlord?", False),
         ("Replace tabs with spaces", "Replace spaces with tabs", False),
         ("Convert JSON to YAML", "Convert YAML to JSON", False),
+        ("How do I get from Rome to Milan?", "How do I get from Milan to Rome?", False),
         # the swap must be the two sides of one "and", not words across two clauses
         ("can cats eat chicken and dogs eat rice", "can cats eat rice and dogs eat chicken", False),
         ("wash then dry a wool coat", "dry then wash a wool coat", False),
     ],
 )
-def test_a_coordinated_swap_is_only_the_two_sides_of_one_and_or_vs(
+def test_a_coordinated_swap_is_only_the_two_sides_of_one_and_or_vs_or_either_way(
     cached: str, asked: str, swap: bool
 ) -> None:
     assert coordinated_swap(cached, asked) is swap
