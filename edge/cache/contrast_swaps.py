@@ -396,8 +396,10 @@ def coordinated_swap(cached: str, asked: str) -> bool:
     """Whether ``asked`` is ``cached`` with the two sides of one "and" / "or" / "vs" in the
     other order and nothing else changed but determiners: "is a crocodile or an alligator
     more dangerous" / "is an alligator or a crocodile ...", "how do lions and tigers
-    differ" / "how do tigers and lions differ" (a closing mark may come or go). The
-    decision's models then read the asked question as the cached one (``match.Matcher``).
+    differ" / "how do tigers and lions differ" (a closing mark may come or go); or the two
+    sides of a predicate that takes them in either order (``either_way``: "how far is Paris
+    from London" / "... London from Paris"). The decision's models then read the asked
+    question as the cached one (``match.Matcher``).
     A side is whatever swaps: "a talent manager and an agent" / "a talent agent and a
     manager" reads as "manager" and "agent" swapped (QQP calls them the same question)."""
     a, b = unstopped(list(argument_words(cached))), unstopped(list(argument_words(asked)))

@@ -23,8 +23,9 @@ one decided; ``eval cache --show-false-hits`` and the debug log print them):
    number and negation kept) is served: the MLP, trained on QQP's noisy near-identical
    pairs, refuses many of these.
 6. Otherwise the pairwise verifier scores each candidate: ``view:order`` (when the asked
-   question is a cached one with the two sides of an "and" / "or" / "vs" the other way
-   round, the models read it as that cached question, text and embedding: taught that
+   question is a cached one with the two sides of an "and" / "or" / "vs", or of a predicate
+   that takes them in either order ("how far is A from B"), the other way round, the
+   models read it as that cached question, text and embedding: taught that
    swapped roles make other questions, they refuse "lions and tigers" / "tigers and
    lions"), ``veto:told_apart`` (the asked
    question names or asks more than the cached one: score 0), ``scorer:mlp``, then
