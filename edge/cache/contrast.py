@@ -216,6 +216,20 @@ def _whether_if(words: Sequence[str], i: int) -> bool:
     return i > 1 and words[i - 1] in ("me", "us") and _one_of(words[i - 2], WHETHER)
 
 
+def _asks_when(words: Sequence[str], i: int) -> bool:
+    """Whether the "when" at ``i`` asks, inside a sentence: before an inverted auxiliary
+    ("random thought but when was the eiffel tower built") or after a verb of asking or
+    knowing ("could you tell me when daylight saving time ends")."""
+    if i + 1 < len(words) and words[i + 1] in _INVERTED:
+        return True
+    return _whether_if(words, i)
+
+
+# Auxiliaries that follow a "when" that asks ("when was", "when does"), not one that sets a
+# condition ("when I am", "when it rains").
+_INVERTED = frozenset("is are was were do does did will would should can could".split())
+
+
 def conditional(text: str) -> bool:
     """Whether a question carries a condition ("... if I am pregnant", "... without yeast",
     "When cooking steak, ..."); "when" opening a question ("When should I ...?") asks."""
@@ -228,7 +242,7 @@ def conditional(text: str) -> bool:
         if w in _CONDITIONS and not (w == "given" and i == 0):
             return True
         if w == "when":  # "When cooking steak, how ...?" sets a condition; "When is ...?" asks
-            opens = i == 0 or words[i - 1] in PUNCTUATION
+            opens = i == 0 or words[i - 1] in PUNCTUATION or _asks_when(words, i)
             rest = words[i + 1 :]
             end = next((j for j, x in enumerate(rest) if x in ("?", "!", ".")), len(rest))
             # "when traveling to Japan what should I know": the question comes after it

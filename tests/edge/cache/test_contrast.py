@@ -79,6 +79,7 @@ condition | Can I take ibuprofen? | if you don't mind me asking, can I take it i
 condition | Can I take ibuprofen? | sorry if this is basic, but can I take it if I am pregnant?
 negation | How do I make bread? | How do I make bread without yeast?
 condition | Should I exercise every day? | Should I exercise every day when I have a cold?
+condition | Can I take ibuprofen? | so I was wondering, can I take ibuprofen when I am pregnant?
 condition | Can I drink coffee? | Can I drink coffee while breastfeeding?
 condition | How do I store basil? | How do I store basil so it keeps for a month?
 condition | How do I repot a cactus? | How do I repot a cactus in winter?
@@ -251,6 +252,9 @@ NOT_CONTRASTS = [
     ("How can I lower my electricity bill?", "How can I reduce my electricity bill?"),
     ("Should I use tabs or spaces?", "Should I use spaces or tabs?"),
     ("How is an LED TV different from an LCD TV?", "How is an LCD TV different from an LED TV?"),
+    # a "when" that asks inside a sentence is no condition (blind19)
+    ("When does daylight saving time end?", "could you tell me when daylight saving time ends"),
+    ("When was the Eiffel Tower built?", "random thought but when was the Eiffel Tower built"),
     # a predicate that takes its two sides in either order (blind6, 7, 13, 15, 18)
     ("How far is Rome from Milan?", "How far is Milan from Rome?"),
     ("what separates a frog from a toad", "what separates a toad from a frog"),
