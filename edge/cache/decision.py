@@ -6,7 +6,6 @@ chain over them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,10 +86,6 @@ class Match:
 
 
 NO_MATCH = Match(None, 0.0, 0.0, False, "none")
-
-
-def normalize(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().casefold()
 
 
 def confidence(

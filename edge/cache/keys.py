@@ -35,7 +35,8 @@ _ANSWER_PARAMS = (
 _HARMLESS = frozenset({"user", "metadata", "store", "service_tier", "parallel_tool_calls"})
 
 
-def _norm(text: str) -> str:
+def normalize(text: str) -> str:
+    """Case and spacing aside: what "the same words" means to the exact step and its key."""
     return re.sub(r"\s+", " ", text).strip().casefold()
 
 
@@ -77,7 +78,7 @@ def context_key(messages: list[Message]) -> str:
     so identical follow-ups after different first questions can never hit each other.
     """
     earlier = [m for m in messages[:-1] if m.role not in ("system", "developer")]
-    return _digest([[m.role, _norm(m.text())] for m in earlier])
+    return _digest([[m.role, normalize(m.text())] for m in earlier])
 
 
 def partition_key(

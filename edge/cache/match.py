@@ -78,10 +78,10 @@ from edge.cache.decision import (
     below_floor,
     closest_vetoed,
     confidence,
-    normalize,
     vetoed,
 )
 from edge.cache.initialisms import abbreviated_as
+from edge.cache.keys import normalize
 from edge.cache.pair_checks import told_apart_by
 from edge.cache.preamble import question_of
 from edge.cache.rewording import reworded

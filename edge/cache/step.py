@@ -34,7 +34,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from edge.cache import keys as cache_key
-from edge.cache.decision import Candidate, Match, normalize
+from edge.cache.decision import Candidate, Match
 from edge.cache.match import Matcher
 from edge.cache.spelling import Respelling
 from edge.cache.store import CachedAnswer, CacheUnavailable, SemanticCache
@@ -354,7 +354,7 @@ class CacheStep:
 
     async def _agrees(self, cached: str, fresh: str) -> bool:
         """Would serving the cached answer have been right? Compared with the fresh one."""
-        if normalize(cached) == normalize(fresh):
+        if cache_key.normalize(cached) == cache_key.normalize(fresh):
             return True
         if self.embedder is None:
             return False

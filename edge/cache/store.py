@@ -25,7 +25,8 @@ from redis.commands.search.field import NumericField, TagField, VectorField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.exceptions import RedisError, ResponseError
 
-from edge.cache.decision import Candidate, MatchPolicy, normalize
+from edge.cache.decision import Candidate, MatchPolicy
+from edge.cache.keys import normalize
 
 log = logging.getLogger("edgecore.edge.cache")
 
