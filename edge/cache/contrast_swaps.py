@@ -317,8 +317,8 @@ def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
         _argument(one)
         and _argument(two)
         and (not set(mid) & PUNCTUATION or _across_clauses(mid))
-        and not (len(mid) <= _SHORT_MIDDLE and (_symmetric(mid) or _either_way_at(a, one, mid)))
-        for one, mid, two in _trades(a, b)
+        and not (len(mid) <= _SHORT_MIDDLE and (_symmetric(mid) or _either_way_at(a, at, mid)))
+        for one, mid, two, at in _trades(a, b)
     )
 
 
@@ -352,21 +352,17 @@ def _traded_before_tail(a: Sequence[str], b: Sequence[str]) -> bool:
         and not _symmetric(mid)
         and any(content_word(w) for w in mid)
         for end in range(p + 3, p + 3 * _PHRASE + 1)
-        for one, mid, two in _trades(a[:end], b[:end])
+        for one, mid, two, _ in _trades(a[:end], b[:end])
     )
 
 
 _SHORT_MIDDLE = 3  # words: "with", "compared with", "is compatible with"
 
 
-def _either_way_at(a: Sequence[str], one: Sequence[str], mid: Sequence[str]) -> bool:
-    """Whether, where ``one mid`` first stands in ``a``, a word of ``mid`` relates the two
-    sides of a predicate that takes them in either order ("how far is A from B")."""
-    k, m = len(one), len(mid)
-    for s in range(len(a) - k - m + 1):
-        if a[s : s + k] == one and a[s + k : s + k + m] == mid:
-            return any(either_way(a, s + k + i) for i in range(m))
-    return False
+def _either_way_at(a: Sequence[str], at: int, mid: Sequence[str]) -> bool:
+    """Whether a word of ``mid``, which starts at ``at`` in ``a``, relates the two sides of
+    a predicate that takes them in either order ("how far is A from B")."""
+    return any(either_way(a, at + i) for i in range(len(mid)))
 
 
 def _symmetric(middle: Sequence[str]) -> bool:
@@ -408,9 +404,9 @@ def coordinated_swap(cached: str, asked: str) -> bool:
         and _argument(two)
         and (
             (len(mid) == 1 and mid[0] in _COORDINATORS)
-            or (len(mid) <= _SHORT_MIDDLE and _either_way_at(a, one, mid))
+            or (len(mid) <= _SHORT_MIDDLE and _either_way_at(a, at, mid))
         )
-        for one, mid, two in _trades(a, b)
+        for one, mid, two, at in _trades(a, b)
     )
 
 
@@ -422,10 +418,11 @@ def unstopped(words: list[str]) -> list[str]:
 
 def _trades(
     a: Sequence[str], b: Sequence[str], longest: int = 32
-) -> Iterator[tuple[Sequence[str], Sequence[str], Sequence[str]]]:
+) -> Iterator[tuple[Sequence[str], Sequence[str], Sequence[str], int]]:
     """Each way ``b`` is ``a`` with two phrases ``one`` and ``two`` trading places around
-    ``mid`` (``one mid two`` / ``two mid one``), the rest the same. Texts over ``longest``
-    words are not tried (the search is quartic in the words at worst)."""
+    ``mid`` (``one mid two`` / ``two mid one``), the rest the same, and where ``mid`` starts
+    in ``a``. Texts over ``longest`` words are not tried (the search is quartic in the words
+    at worst)."""
     if len(a) != len(b) or a == b or len(a) > longest or sorted(a) != sorted(b):
         return
     differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
@@ -435,4 +432,4 @@ def _trades(
             for y in (y for y in range(1, n - 1) if sb[:y] == sa[n - y :]):
                 for x in (x for x in range(1, n - y) if sb[n - x :] == sa[:x]):
                     if sb[y : n - x] == sa[x : n - y]:
-                        yield sa[:x], sa[x : n - y], sa[n - y :]
+                        yield sa[:x], sa[x : n - y], sa[n - y :], start + x
