@@ -15,15 +15,10 @@ import functools
 import re
 from collections.abc import Sequence
 
+from edge.cache.contrast_arguments import ADJUNCT_HEADS, PRONOUNS, argument_words, content_word
 from edge.cache.contrast_negation import CLAUSE_OPENERS, clause_numbers, lemma
-from edge.cache.contrast_swaps import (
-    ADJUNCT_HEADS,
-    PRONOUNS,
-    argument_words,
-    content_word,
-    swapped,
-    unstopped,
-)
+from edge.cache.contrast_swaps import swapped
+from edge.cache.contrast_trades import unstopped
 from shared.lexicon import (
     AUXILIARIES,
     PUNCTUATION,

@@ -8,54 +8,25 @@ the question (the passive, asking for the doer) are ``contrast_roles``.
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-from shared.lexicon import (
-    NEGATIONS,
-    PUNCTUATION,
-    QUESTION_WORDS,
-    STOPWORDS,
-    UNIT_OF,
-    contrast_words,
-    stem,
+from edge.cache.contrast_arguments import (
+    ORDERING_WORDS,
+    argument_words,
+    content_word,
+    either_way,
+    owners,
 )
-
-_DETERMINERS = frozenset(
-    "a an the my your our their his her its this that these those some".split()
-)
-# Words that relate two arguments in order: "A to B", "A than B", "A causes B".
-_RELATIONS = {
-    **dict.fromkeys(("to", "into", "onto", "towards", "from", "per"), "direction"),
-    **dict.fromkeys(("than", "over", "cause", "causes", "caused", "causing", "affect",
-                     "affects", "outrun", "outruns", "beat", "beats"), "order"),
-}  # fmt: skip
-# Between two swapped arguments, these keep the meaning ("A or B?", "A and B").
-_SYMMETRIC = frozenset(("and", "or", "vs", "with", "between", "&", "nor"))
-# Predicates that take their two arguments in either order: "A different from B", "tell A
-# from B", "how far is A from B", "what separates A from B", "is A the same as B". A
-# "from", "to" or "as" after one of them, in its clause, orders nothing.
-_EITHER_WAY = frozenset(
-    "different differ differs distinguish distinguishes tell apart distinct far distance "
-    "separate separates same".split()
-)
-_EITHER_WAY_REACH = 5  # words back from the "from" / "to" / "as" to its predicate
-_EITHER_WAY_STEMS = frozenset(stem(w) for w in _EITHER_WAY)  # as the views read them
-_CONTENT_STOP = (
-    STOPWORDS | QUESTION_WORDS | NEGATIONS | _DETERMINERS | frozenset(_RELATIONS) | _SYMMETRIC
-)
-
-
-def content_word(word: str) -> bool:
-    return word not in _CONTENT_STOP and word not in PUNCTUATION
+from edge.cache.contrast_trades import traded, traded_before_tail
+from shared.lexicon import PUNCTUATION, UNIT_OF, contrast_words, stem
 
 
 def _relations(words: Sequence[str]) -> set[tuple[str, str, str]]:
     """(left argument, relation, right argument) for content words near a relation word."""
     found = set()
     for p, w in enumerate(words):
-        if w not in _RELATIONS or either_way(words, p):
+        if w not in ORDERING_WORDS or either_way(words, p):
             continue
         left: list[str] = []
         for x in reversed(words[max(0, p - 3) : p]):
@@ -78,33 +49,7 @@ def _relations(words: Sequence[str]) -> set[tuple[str, str, str]]:
     return found
 
 
-def either_way(words: Sequence[str], p: int) -> bool:
-    """Whether the "from", "to" or "as" at ``p`` follows, in its clause, a predicate whose
-    arguments come in either order (``_EITHER_WAY``)."""
-    if words[p] not in ("from", "to", "as"):
-        return False
-    for w in reversed(words[max(0, p - _EITHER_WAY_REACH) : p]):
-        if w in PUNCTUATION:
-            return False
-        if stem(w) in _EITHER_WAY_STEMS:
-            return True
-    return False
-
-
 _TOWARDS = frozenset(("to", "into", "onto", "towards"))
-# Who does what to whom, whatever the case: "I sue" / "sue me".
-_OBJECT_PRONOUNS = {"me": "i", "him": "he", "her": "she", "us": "we", "them": "they"}
-PRONOUNS = frozenset(_OBJECT_PRONOUNS.values()) | {"you"}
-# An owner read as the one who owns: "my dog bit someone" / "someone's dog bit me" trade
-# "i" and "someone" across "dog bit" ("'s" is already gone from ``contrast_words``).
-_OWNERS = {"my": "i", "our": "we", "your": "you", "his": "he", "their": "they"}
-# A phrase led by one of these is a circumstance, which may move without changing the
-# question: "education during the occupation like in Singapore" / "education in Singapore
-# like during the occupation".
-ADJUNCT_HEADS = frozenset(
-    "in on at during for after before while since until by from of with without about "
-    "under over near within across through".split()
-)
 _FROM = frozenset(("from", "out"))
 
 
@@ -148,7 +93,7 @@ def swapped(cached: str, asked: str) -> str | None:
     ra, rb = _relations(wa), _relations(wb)
     for x, rel, y in ra:
         if (y, rel, x) in rb and (x, rel, y) not in rb and (y, rel, x) not in ra:
-            return _RELATIONS.get(rel, "direction")
+            return ORDERING_WORDS.get(rel, "direction")
     # "transfer my games to a new drive" / "... from a new drive": the same place, the other way.
     ta, fa, tb, fb = (
         _headed(wa, _TOWARDS),
@@ -169,14 +114,14 @@ def swapped(cached: str, asked: str) -> str | None:
     # "can a Tesla charge a Nissan Leaf" / "can a Nissan Leaf charge a Tesla", "can I sue my
     # landlord" / "can my landlord sue me".
     aa, ab = argument_words(cached), argument_words(asked)
-    if _traded(aa, ab):
+    if traded(aa, ab):
         return "order"
     # The same, read through plurals (a unit's too: "how many feet in a meter" / "how many
     # meters in a foot") and possessives: "can cats eat dog food" / "can dogs eat cat food";
     # "my roommate's boyfriend" / "my boyfriend's roommate" (owner and owned trade places,
     # with nothing between them).
     sa, sb = [_singular(w) for w in aa], [_singular(w) for w in ab]
-    if _traded(sa, sb) or _owner_traded(_possessives(cached), _possessives(asked)):
+    if traded(sa, sb) or _owner_traded(_possessives(cached), _possessives(asked)):
         return "order"
     # Subject and predicate of a quantified claim, the other way round: "are all mammals
     # animals" / "are all animals mammals", "is every square a rectangle" / "... every
@@ -189,20 +134,20 @@ def swapped(cached: str, asked: str) -> str | None:
     # word derived from the other's ("Congress override a presidential veto" / "the
     # president override a congressional veto").
     # Each view only where it reads the words otherwise (the same words were tried above).
-    oa, ob = _owners(wa), _owners(wb)
-    if (oa, ob) != (list(aa), list(ab)) and _traded(oa, ob):
+    oa, ob = owners(wa), owners(wb)
+    if (oa, ob) != (list(aa), list(ab)) and traded(oa, ob):
         return "order"
     # The same with the verb agreeing with its new subject: "if I damage my roommate's TV"
     # / "if my roommate damages my TV".
     so, sob = [stem(w) for w in oa], [stem(w) for w in ob]
-    if (so, sob) != (oa, ob) and (so, sob) != (sa, sb) and _traded(so, sob):
+    if (so, sob) != (oa, ob) and (so, sob) != (sa, sb) and traded(so, sob):
         return "order"
-    if len(oa) == len(ob) and (rooted := _rooted(oa, ob)) != ob and _traded(oa, rooted):
+    if len(oa) == len(ob) and (rooted := _rooted(oa, ob)) != ob and traded(oa, rooted):
         return "order"
     # The doer and whose thing it is traded, each side going on in its own words: "can a
     # pharmacist override a doctor's prescription dosage" / "can a doctor override a
     # pharmacist's dosage change".
-    if _traded_before_tail(aa, ab) or _traded_before_tail(oa, ob):
+    if traded_before_tail(aa, ab) or traded_before_tail(oa, ob):
         return "order"
     return None
 
@@ -253,31 +198,6 @@ def _owner_traded(a: Sequence[str], b: Sequence[str]) -> bool:
     )
 
 
-def arguments(words: Sequence[str]) -> list[str]:
-    """The words that say who or what: determiners dropped ("a lower court" / "the lower
-    court"), object pronouns read as subjects ("me" / "I")."""
-    folded = (_OBJECT_PRONOUNS.get(w, w) for w in words)
-    return [w for w in folded if w not in _DETERMINERS]
-
-
-# A capital letter alone names something ("class A", "B's members", "S corp"), where
-# lower-cased "A" would read as the article and be dropped; "A" opening a sentence is the
-# article, and "I" the asker.
-_LETTER_NAME = re.compile(r"(?<![\w'])([B-HJ-Z])\b|(?<=[^\s.?!] )(A)\b")
-
-
-@functools.lru_cache(maxsize=4096)
-def argument_words(text: str) -> tuple[str, ...]:
-    """``arguments`` of a question's ``contrast_words``, read once per text: the order
-    checks here and in ``contrast_roles`` all start from them."""
-    return tuple(arguments(contrast_words(_LETTER_NAME.sub(lambda m: m.group() + "_", text))))
-
-
-def _owners(words: Sequence[str]) -> list[str]:
-    """``arguments`` with each possessive read as its owner ("my friend": "i friend")."""
-    return arguments([_OWNERS.get(w, w) for w in words])
-
-
 # Endings that make a word of another word's root: "presidential" / "president",
 # "congressional" / "congress", "senator" / "senate".
 _DERIVED = ("", "e", "al", "ial", "ional", "or", "ian", "ic", "ical")
@@ -297,139 +217,3 @@ def _rooted(a: Sequence[str], b: Sequence[str]) -> list[str]:
     """``b`` with each word only it has written as a word only ``a`` has, if derived alike."""
     only_a = [w for w in a if w not in b]
     return [w if w in a else next((x for x in only_a if _derived(x, w)), w) for w in b]
-
-
-def _argument(phrase: Sequence[str]) -> bool:
-    return (
-        phrase[0] not in ADJUNCT_HEADS
-        and any(content_word(w) or w in PRONOUNS for w in phrase)
-        and not set(phrase) & PUNCTUATION
-    )
-
-
-def _traded(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Whether ``b`` is ``a`` with two phrases, of any lengths, trading places across a
-    middle that is not symmetric ("A and B", "A vs B", "A compared with B"): "the vice
-    president overrule the president" / "the president overrule the vice president". A
-    symmetric word deep in a longer middle joins something else: "as a customer, how do I
-    deal with a rude cashier" / "as a cashier, ... a rude customer" is who does what."""
-    return any(
-        _argument(one)
-        and _argument(two)
-        and (not set(mid) & PUNCTUATION or _across_clauses(mid))
-        and not (len(mid) <= _SHORT_MIDDLE and (_symmetric(mid) or _either_way_at(a, at, mid)))
-        for one, mid, two, at in _trades(a, b)
-    )
-
-
-def _across_clauses(middle: Sequence[str]) -> bool:
-    """A middle that ends one clause and asks in the next: "I can read bass clef, how do I
-    learn treble clef" / "... treble clef, ... bass clef". A list ("A, B") is no trade."""
-    return len(middle) >= 4 and any(w in QUESTION_WORDS for w in middle)
-
-
-_PHRASE = 3  # words a traded phrase, or the verb between two, may have
-
-
-def _traded_before_tail(a: Sequence[str], b: Sequence[str]) -> bool:
-    """After the same start, ``a`` goes on "ONE VERB TWO ..." and ``b`` "TWO VERB ONE ...",
-    whatever follows: two phrases of at most three words trade places (``_trades`` over the
-    two heads) across the same verb, which holds a content word and is not symmetric
-    ("and", "vs", "with")."""
-    p = 0
-    while p < min(len(a), len(b)) and a[p] == b[p]:
-        p += 1
-    # Each side's next word must come a little later in the other (most pairs stop here).
-    reach = p + 2 * _PHRASE + 1
-    if p >= min(len(a), len(b)) or a[p] not in b[p + 1 : reach] or b[p] not in a[p + 1 : reach]:
-        return False
-    return any(
-        len(one) <= _PHRASE
-        and len(two) <= _PHRASE
-        and _argument(one)
-        and _argument(two)
-        and not set(mid) & PUNCTUATION
-        and not _symmetric(mid)
-        and any(content_word(w) for w in mid)
-        for end in range(p + 3, p + 3 * _PHRASE + 1)
-        for one, mid, two, _ in _trades(a[:end], b[:end])
-    )
-
-
-_SHORT_MIDDLE = 3  # words: "with", "compared with", "is compatible with"
-
-
-def _either_way_at(a: Sequence[str], at: int, mid: Sequence[str]) -> bool:
-    """Whether a word of ``mid``, which starts at ``at`` in ``a``, relates the two sides of
-    a predicate that takes them in either order ("how far is A from B")."""
-    return any(either_way(a, at + i) for i in range(len(mid)))
-
-
-def _symmetric(middle: Sequence[str]) -> bool:
-    words = set(middle)
-    if "with" in words and len(middle) > 1 and not words & _WITH_EACH_OTHER:
-        words.discard("with")  # "A interferes with B" is who does what
-    return bool(words & _SYMMETRIC or any(either_way(middle, i) for i in range(len(middle))))
-
-
-# What "with" leaves symmetric: "A compared with B", "is A compatible with B", "A's
-# relationship with B", "A talks with B".
-_WITH_EACH_OTHER = frozenset(
-    "compared compare compatible combined combine mixed mix paired matched match along "
-    "together same equal identical interchangeable versus relationship "
-    "relationships relations ties talk talks talking meet meets meeting argue argues "
-    "arguing fight fights fighting agree agrees disagree disagrees interact interacts "
-    "communicate communicates chat chats".split()
-)
-
-
-# Joining two sides whose order is free: "A or B", "A and B", "between A and B", "A vs B".
-# Not "with" ("replace A with B") nor "between" alone.
-_COORDINATORS = frozenset(("and", "or", "vs", "&"))
-
-
-def coordinated_swap(cached: str, asked: str) -> bool:
-    """Whether ``asked`` is ``cached`` with the two sides of one "and" / "or" / "vs" in the
-    other order and nothing else changed but determiners: "is a crocodile or an alligator
-    more dangerous" / "is an alligator or a crocodile ...", "how do lions and tigers
-    differ" / "how do tigers and lions differ" (a closing mark may come or go); or the two
-    sides of a predicate that takes them in either order (``either_way``: "how far is Paris
-    from London" / "... London from Paris"). The decision's models then read the asked
-    question as the cached one (``match.Matcher``).
-    A side is whatever swaps: "a talent manager and an agent" / "a talent agent and a
-    manager" reads as "manager" and "agent" swapped (QQP calls them the same question)."""
-    a, b = unstopped(list(argument_words(cached))), unstopped(list(argument_words(asked)))
-    return any(
-        _argument(one)
-        and _argument(two)
-        and (
-            (len(mid) == 1 and mid[0] in _COORDINATORS)
-            or (len(mid) <= _SHORT_MIDDLE and _either_way_at(a, at, mid))
-        )
-        for one, mid, two, at in _trades(a, b)
-    )
-
-
-def unstopped(words: list[str]) -> list[str]:
-    while words and words[-1] in PUNCTUATION:  # "...?" / "..."
-        words.pop()
-    return words
-
-
-def _trades(
-    a: Sequence[str], b: Sequence[str], longest: int = 32
-) -> Iterator[tuple[Sequence[str], Sequence[str], Sequence[str], int]]:
-    """Each way ``b`` is ``a`` with two phrases ``one`` and ``two`` trading places around
-    ``mid`` (``one mid two`` / ``two mid one``), the rest the same, and where ``mid`` starts
-    in ``a``. Texts over ``longest`` words are not tried (the search is quartic in the words
-    at worst)."""
-    if len(a) != len(b) or a == b or len(a) > longest or sorted(a) != sorted(b):
-        return
-    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
-    for start in range(differ[0], -1, -1):  # the phrases may share words with what is around
-        for end in range(differ[-1] + 1, len(a) + 1):
-            sa, sb, n = a[start:end], b[start:end], end - start
-            for y in (y for y in range(1, n - 1) if sb[:y] == sa[n - y :]):
-                for x in (x for x in range(1, n - y) if sb[n - x :] == sa[:x]):
-                    if sb[y : n - x] == sa[x : n - y]:
-                        yield sa[:x], sa[x : n - y], sa[n - y :], start + x

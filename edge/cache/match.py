@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from edge.cache.contrast import contrast_by
-from edge.cache.contrast_swaps import coordinated_swap
+from edge.cache.contrast_trades import coordinated_swap
 from edge.cache.decision import (
     NO_MATCH,
     Candidate,

@@ -16,7 +16,7 @@ import pytest
 
 from edge.cache.contrast import CONTRASTS, contrast_by
 from edge.cache.contrast_roles import asker_traded
-from edge.cache.contrast_swaps import coordinated_swap
+from edge.cache.contrast_trades import coordinated_swap
 from edge.cache.decision import Candidate, MatchPolicy
 from edge.cache.loading import load_matcher
 from edge.cache.match import Matcher

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge.cache.contrast_swaps import coordinated_swap
+from edge.cache.contrast_trades import coordinated_swap
 from edge.cache.decision import Candidate, MatchPolicy, confidence
 from edge.cache.eval import load_pairs, operating_points
 from edge.cache.loading import load_matcher
