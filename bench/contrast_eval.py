@@ -97,6 +97,11 @@ and blind10 onwards are never trained on.
   same way, by two helpers (425 different questions, 346 rewordings, after 195 pairs
   already in earlier sets were left out), run first on stop 65's code with stop 62's
   models; its first run is in ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind20.jsonl``, a twenty-second set written blind at stop 66 the
+  same way, by two helpers, one on everyday and one on technical topics (354 different
+  questions, 230 rewordings, after 66 pairs already in earlier sets were left out), run
+  first on stop 66's code as it stood with stop 62's models; its first run is in
+  ``docs/cache.md``, and from then on it is a dev set;
 * ``tests/data/contrast_context.jsonl``, a set written blind at stop 64 for one case: a
   plain question, and the same question wrapped in what the asker said around it (a
   greeting, a story, a sign-off, details), where that does not change the answer (200,
@@ -150,6 +155,7 @@ BLIND16 = DEV.with_name("contrast_blind16.jsonl")
 BLIND17 = DEV.with_name("contrast_blind17.jsonl")
 BLIND18 = DEV.with_name("contrast_blind18.jsonl")
 BLIND19 = DEV.with_name("contrast_blind19.jsonl")
+BLIND20 = DEV.with_name("contrast_blind20.jsonl")
 CONTEXT = DEV.with_name("contrast_context.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
@@ -157,7 +163,7 @@ SETS = {
     "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10, "blind11": BLIND11,
     "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14, "blind15": BLIND15,
     "blind16": BLIND16, "blind17": BLIND17, "blind18": BLIND18, "blind19": BLIND19,
-    "context": CONTEXT,
+    "blind20": BLIND20, "context": CONTEXT,
 }  # fmt: skip
 
 
