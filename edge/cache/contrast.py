@@ -283,7 +283,9 @@ def condition_adds_nothing(with_it: str, other: str) -> bool:
 # heaving": QQP's loose labels).
 _PREVENTS = re.compile(
     r"\b(?:keep|keeps|keeping|stop|stops|stopping|prevent|prevents|preventing)"
-    r"(?:\s+[\w']+){1,3}?\s+(?:from|out\s+of|away\s+from)\s+\w",
+    r"(?:\s+[\w']+){1,3}?\s+(?:from|out\s+of|away\s+from)\s+\w"
+    # "get my cat to stop sleeping on my bed" / "... to sleep on my bed" (blind20)
+    r"|\b(?:stop|stops|quit|quits)\s+\w+ing\b",
     re.IGNORECASE,
 )
 _AGAINST = re.compile(

@@ -11,6 +11,8 @@ from shared.lexicon import comparisons, contrast_words, grouped, operators
 
 LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # "3x" is 3, "2.5kg" is 2.5
 _FORMULA_MARKS = re.compile(r"[()<>=`\[\]]")
+# A ratio (or a time), numbers joined by colons: "1:2:3 cement:sand:gravel", "9:30".
+_RATIO = re.compile(r"(?<![\w:])\d+(?:\.\d+)?(?::\d+(?:\.\d+)?)+(?![\w:])")
 
 
 def numbers_in_order(text: str) -> list[str]:
@@ -80,6 +82,10 @@ def spaced_otherwise(cached: str, asked: str) -> bool:
     return a != b and [m for m, _ in a] == [m for m, _ in b]
 
 
+def _ratio_numbers(ratios: list[str]) -> list[str]:
+    return [n for r in ratios for n in r.split(":")]
+
+
 def formula_changed(cached: str, asked: str) -> str | None:
     """ "operator" or "order" where the two write another formula, else None."""
     oa, ob = operators(cached), operators(asked)
@@ -93,6 +99,11 @@ def formula_changed(cached: str, asked: str) -> str | None:
         na, nb = numbers_in_order(cached), numbers_in_order(asked)
         if na != nb and sorted(na) == sorted(nb):
             return "order"
+    # A ratio's numbers in another order, with no operator around it: "is 1:2:3
+    # cement:sand:gravel a good mix" / "is 3:2:1 ..." (blind20).
+    ra, rb = _RATIO.findall(cached), _RATIO.findall(asked)
+    if ra != rb and sorted(_ratio_numbers(ra)) == sorted(_ratio_numbers(rb)) and ra and rb:
+        return "order"
     # In words too: "greater than 7" / "greater than or equal to 7".
     if (ca := comparisons(cached)) and (cb := comparisons(asked)) and ca != cb:
         return "operator"

@@ -71,7 +71,7 @@ def _sides_of(words: Sequence[str], relation: str) -> list[tuple[set[str], set[s
     """For each ``relation`` word of a text: the content words only before it, and only
     after it, within its clause."""
     sides = []
-    for at in (i for i, w in enumerate(words) if w == relation and not either_way(words, i)):
+    for at in (i for i, w in enumerate(words) if w == relation and not _inert(words, i)):
         start = end = at
         while start > 0 and words[start - 1] not in PUNCTUATION:
             start -= 1
@@ -81,6 +81,30 @@ def _sides_of(words: Sequence[str], relation: str) -> list[tuple[set[str], set[s
         right = {w for w in words[at + 1 : end + 1] if content_word(w)}
         sides.append((left - right, right - left))
     return sides
+
+
+# Before a passive infinitive ("to be fixed"), these keep who does what: "does the
+# landlord have to fix the heater" / "does the heater have to be fixed by the landlord"
+# (blind6, 8, 14, 17), "what causes SQL Server to invalidate a plan" / "what causes a plan
+# to be invalidated by SQL Server" (blind20). "can a doctor refuse to treat a patient" /
+# "can a patient refuse to be treated by a doctor" (blind4, 9) is another question.
+_OBLIGED = frozenset("have has had need needs needed ought".split())
+_CAUSES = frozenset("cause causes caused causing".split())
+_CAUSE_REACH = 5  # words back from the "to" to the "causes"
+
+
+def _inert(words: Sequence[str], p: int) -> bool:
+    """Whether the relation word at ``p`` orders nothing: after a predicate that takes its
+    sides either way (``either_way``), or "to" opening a passive infinitive after an
+    obligation or a cause (``_OBLIGED``, ``_CAUSES``)."""
+    if either_way(words, p):
+        return True
+    if words[p] != "to" or "be" not in words[p + 1 : p + 2] or p == 0:
+        return False
+    before = words[max(0, p - _CAUSE_REACH) : p]
+    return words[p - 1] in _OBLIGED or (
+        not set(before) & PUNCTUATION and bool(set(before[:-1]) & _CAUSES)
+    )
 
 
 def swapped(cached: str, asked: str) -> str | None:

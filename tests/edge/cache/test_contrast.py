@@ -44,9 +44,12 @@ order | Is Python faster than Java? | Is Java faster than Python?
 order | Does stress cause insomnia? | Does insomnia cause stress?
 order | Can a cat outrun a dog? | Can a dog outrun a cat?
 order | Can a Tesla charge a Nissan Leaf? | Can a Nissan Leaf charge a Tesla?
+order | Is 1:2:3 cement:sand:gravel a good mix? | Is 3:2:1 cement:sand:gravel a good mix?
+direction | Can a nurse refuse to treat a patient? | Can a patient refuse to be treated by a nurse?
 direction | Can I move my games to a new drive? | Can I move my games from a new drive?
 antonym | Is it safe to eat raw cookie dough? | Is it unsafe to eat raw cookie dough?
 antonym | How do I get my parrot to talk? | How do I keep my parrot from talking at night?
+antonym | How do I get my cat to sleep on my bed? | How do I get my cat to stop sleeping on my bed?
 antonym | How do I widen a garden path? | How do I narrow a garden path?
 antonym | How do I thicken a curry? | How do I thin out a curry?
 antonym | Is coffee good for your heart? | Is coffee bad for your heart?
@@ -243,6 +246,7 @@ NOT_CONTRASTS = [
     ("Where can I park my bike?", "Where can I park my bike at?"),
     # Keeping something out, said two ways, is one goal.
     ("How do I stop my dog from chewing shoes?", "How can I keep my dog off my shoes?"),
+    ("How do I stop snoring?", "How can I quit snoring?"),
     # A plural, or an ellipsis, is no trade and no operator.
     ("Can horses eat pig feed?", "Can a horse eat pig feed?"),
     ("So... how do I count to ten in French?", "So, how do I count to ten in French?"),
@@ -282,6 +286,14 @@ NOT_CONTRASTS = [
     # the passive with its agent kept asks the same
     ("Can a fox catch a hen?", "Can a hen be caught by a fox?"),
     ("How do termites damage wood?", "How is wood damaged by termites?"),
+    (
+        "Does the landlord have to fix the heating?",
+        "Does the heating have to be fixed by the landlord?",
+    ),
+    (
+        "what causes sql server to invalidate a cached query plan",
+        "what causes a cached query plan to be invalidated by sql server",
+    ),
     # a negation in an aside before the question is the aside's, not the question's
     ("How deep is the ocean?", "my nephew asked me and I don't know: how deep is the ocean"),
     ("Why is snow white?", "not sure you can help with this, but why is snow white?"),
