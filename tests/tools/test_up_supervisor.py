@@ -75,7 +75,8 @@ def test_a_crash_loop_stops_everything_with_a_message(
 async def _crash_loop(tmp_path: Path) -> None:
     sup, s = _supervisor(tmp_path, [sys.executable, "-c", "raise SystemExit(3)"])
     await s.start()
-    await asyncio.wait_for(sup.watch(s), 30)
+    async with asyncio.timeout(30):
+        await sup.watch(s)
     assert sup.stop.is_set() and sup.failed
     assert s.restarts == supervisor.MAX_RESTARTS
     assert sup.message is not None and "redis died 6 times within 60 s" in sup.message
