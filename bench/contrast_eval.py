@@ -102,6 +102,11 @@ and blind10 onwards are never trained on.
   questions, 230 rewordings, after 66 pairs already in earlier sets were left out), run
   first on stop 66's code as it stood with stop 62's models; its first run is in
   ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind21.jsonl``, a twenty-third set written blind at stop 66 the
+  same way, one helper on people and society, one on nature, making and machines (391
+  different questions, 232 rewordings, after 27 pairs already in earlier sets were left
+  out), run first on stop 66's code after blind20's mends, with stop 62's models; its first
+  run is in ``docs/cache.md``, and from then on it is a dev set;
 * ``tests/data/contrast_context.jsonl``, a set written blind at stop 64 for one case: a
   plain question, and the same question wrapped in what the asker said around it (a
   greeting, a story, a sign-off, details), where that does not change the answer (200,
@@ -156,6 +161,7 @@ BLIND17 = DEV.with_name("contrast_blind17.jsonl")
 BLIND18 = DEV.with_name("contrast_blind18.jsonl")
 BLIND19 = DEV.with_name("contrast_blind19.jsonl")
 BLIND20 = DEV.with_name("contrast_blind20.jsonl")
+BLIND21 = DEV.with_name("contrast_blind21.jsonl")
 CONTEXT = DEV.with_name("contrast_context.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
@@ -163,7 +169,7 @@ SETS = {
     "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10, "blind11": BLIND11,
     "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14, "blind15": BLIND15,
     "blind16": BLIND16, "blind17": BLIND17, "blind18": BLIND18, "blind19": BLIND19,
-    "blind20": BLIND20, "context": CONTEXT,
+    "blind20": BLIND20, "blind21": BLIND21, "context": CONTEXT,
 }  # fmt: skip
 
 
