@@ -24,6 +24,7 @@ from edge.cache.contrast_negation import (
 )
 from edge.cache.contrast_roles import asker_traded, roles_traded, traded_in_a_clause
 from edge.cache.contrast_swaps import swapped
+from edge.cache.rewording import joined_alike
 from shared.lexicon import (
     AXES,
     PUNCTUATION,
@@ -385,7 +386,7 @@ def contrast_by(cached: str, asked: str, *, numbers: bool = True) -> str | None:
     Contractions ("what's", "don't"), "turn on" for "enable", clause order, the order of
     "A or B" and the asker's manners ("if you don't mind me asking") are no contrast.
     """
-    cached, asked = without_manners(cached), without_manners(asked)
+    cached, asked = joined_alike(without_manners(cached), without_manners(asked))
     if (how := swapped(cached, asked)) is not None:
         return how
     if roles_traded(cached, asked) or role_changed(cached, asked) is not None:

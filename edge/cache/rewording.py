@@ -26,6 +26,7 @@ left to the verifier and the contrast checks.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from shared.lexicon import (
@@ -178,6 +179,33 @@ def _spacing(text: str, found: list[re.Match[str]], n: int) -> str:
     i, j = found[n].span()
     left, right = not text[i - 1].isspace(), not text[j].isspace()
     return "" if left == right else ("left" if left else "right")
+
+
+_LETTERS = re.compile(r"[A-Za-z]+")
+
+
+def joined_alike(cached: str, asked: str) -> tuple[str, str]:
+    """Both texts with a compound that one writes apart or hyphenated ("non profit",
+    "non-profit") written as one word where the other has it so ("nonprofit"): a spacing,
+    not a prefix that negates (blind21)."""
+    return _joined(cached, asked), _joined(asked, cached)
+
+
+def _joined(text: str, other: str) -> str:
+    words = {w.lower() for w in _LETTERS.findall(other)}
+    found = list(_LETTERS.finditer(text))
+    out, end = [], 0
+    for left, right in itertools.pairwise(found):
+        gap = text[left.end() : right.start()]
+        if (
+            left.start() >= end
+            and gap in (" ", "-")
+            and (left.group() + right.group()).lower() in words
+            and left.group().lower() not in words
+        ):
+            out += [text[end : left.start()], left.group() + right.group()]
+            end = right.end()
+    return "".join(out) + text[end:] if out else text
 
 
 def _negated(words: list[str]) -> list[tuple[str, str]]:

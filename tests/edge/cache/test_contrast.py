@@ -331,6 +331,9 @@ NOT_CONTRASTS = [
         "What are the side effects of metformin?",
         "what're the side effects of metformin, if you could list them",
     ),
+    # a compound written apart or hyphenated is the compound, not a negating prefix (blind21)
+    ("How do I start a nonprofit?", "how do i start a non profit"),
+    ("linear vs nonlinear regression", "linear vs non-linear regression"),
     # a contraction typed without its apostrophe is the contraction
     ("Why don't cats like water?", "why dont cats like water"),
     ("I can't log into my account, what do I do?", "cant log into my account, what do i do"),

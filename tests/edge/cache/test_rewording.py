@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from edge.cache.rewording import canonical, reworded
+from edge.cache.rewording import canonical, joined_alike, reworded
 
 SAME = [
     ("What is the best way to learn Spanish?", "What's the best way to learn Spanish?"),
@@ -102,6 +102,20 @@ def test_a_moved_block_must_be_a_qualifier() -> None:
     # "in Python" may move; two nouns trading places may not.
     assert reworded("How to sort a list in Python", "In Python how to sort a list")
     assert not reworded("dog food recipes", "food dog recipes")
+
+
+def test_a_compound_written_apart_is_joined_only_where_the_other_side_joins_it() -> None:
+    assert joined_alike("grants for a small non profit", "grants for a small nonprofit") == (
+        "grants for a small nonprofit",
+        "grants for a small nonprofit",
+    )
+    assert joined_alike("a non-linear model", "a nonlinear model")[0] == "a nonlinear model"
+    # "non" on both sides, or no joined word opposite: nothing to join
+    assert joined_alike("a non profit", "a non profit group") == (
+        "a non profit",
+        "a non profit group",
+    )
+    assert joined_alike("a non profit", "a profit") == ("a non profit", "a profit")
 
 
 # Property: the rewording step, which serves with no model, may ignore case, whitespace,
