@@ -87,6 +87,10 @@ def _either_way_at(a: Sequence[str], at: int, mid: Sequence[str]) -> bool:
     return any(either_way(a, at + i) for i in range(len(mid)))
 
 
+def _with_each_other(middle: Sequence[str]) -> bool:
+    return "with" in middle and bool(set(middle) & _WITH_EACH_OTHER)
+
+
 def _symmetric(middle: Sequence[str]) -> bool:
     words = set(middle)
     if "with" in words and len(middle) > 1 and not words & _WITH_EACH_OTHER:
@@ -116,8 +120,10 @@ def coordinated_swap(cached: str, asked: str) -> bool:
     more dangerous" / "is an alligator or a crocodile ...", "how do lions and tigers
     differ" / "how do tigers and lions differ" (a closing mark may come or go); or the two
     sides of a predicate that takes them in either order (``either_way``: "how far is Paris
-    from London" / "... London from Paris"). The decision's models then read the asked
-    question as the cached one (``match.Matcher``).
+    from London" / "... London from Paris"), or of a "with" that ``_symmetric`` keeps
+    symmetric ("is retinol compatible with azelaic acid" / "is azelaic acid compatible with
+    retinol"). The decision's models then read the asked question as the cached one
+    (``match.Matcher``).
     A side is whatever swaps: "a talent manager and an agent" / "a talent agent and a
     manager" reads as "manager" and "agent" swapped (QQP calls them the same question)."""
     a, b = unstopped(list(argument_words(cached))), unstopped(list(argument_words(asked)))
@@ -126,7 +132,7 @@ def coordinated_swap(cached: str, asked: str) -> bool:
         and _argument(two)
         and (
             (len(mid) == 1 and mid[0] in _COORDINATORS)
-            or (len(mid) <= _SHORT_MIDDLE and _either_way_at(a, at, mid))
+            or (len(mid) <= _SHORT_MIDDLE and (_either_way_at(a, at, mid) or _with_each_other(mid)))
         )
         for one, mid, two, at in trades(a, b)
     )

@@ -414,6 +414,9 @@ def test_every_candidate_is_checked_whatever_its_score() -> None:
             True,
         ),
         ("Is a tangerine the same as a mandarin?", "Is a mandarin the same as a tangerine?", True),
+        # or of a "with" that keeps the two sides symmetric (blind20, blind21)
+        ("Is zigbee compatible with z-wave?", "Is z-wave compatible with zigbee?", True),
+        ("how does redis compare with memcached", "how does memcached compare with redis", True),
         # only order is free: other words, or a side left out, are another question
         ("How do wolves and coyotes differ?", "How do coyotes and foxes differ?", False),
         ("Is a kayak or a canoe stable?", "Is a canoe stable?", False),
