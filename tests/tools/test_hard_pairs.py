@@ -95,8 +95,9 @@ def test_generation_is_reproducible_capped_and_labelled_by_kind() -> None:
     for kind in kinds:
         assert sum(1 for *_, k in out if k == kind) <= 2
     for a, b, label, kind in out:
-        assert a != b
-        assert label == (1 if kind in hp.POSITIVE_RULES else 0)
+        assert (a == b) == (kind == "identity")
+        assert label == (1 if kind in hp.POSITIVE_RULES or kind == "identity" else 0)
+    assert sum(1 for *_, k in out if k == "identity") == 2
 
 
 @pytest.mark.parametrize(

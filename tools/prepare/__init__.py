@@ -40,10 +40,10 @@ VERIFIER = "verifier"
 # The cross-encoder also learns the hand-written contrast sets already read (``written_pairs``):
 # it reads both texts at once, so it can learn who does what; the MLP cannot, and grew less
 # sure of every close pair when it learnt them too (docs/cache.md, stop 61).
-CROSS_ENCODER_RECIPE = "hard-pairs+written+int8/6"
+CROSS_ENCODER_RECIPE = "hard-pairs+written+identity+int8/7"
 # "told-apart": pairs whose asked question names something new, asks more, asks for the
 # opposite or negates the cached one score 0 (edge.cache.pair_checks.told_apart_by).
-VERIFIER_RECIPE = "told-apart+hard-pairs/9"
+VERIFIER_RECIPE = "told-apart+hard-pairs+identity/10"
 # Training budgets. "full" is what `edgecore models prepare` (and `make run`) builds: the
 # cross-encoder reads every QQP train pair the cache could ask about (cosine >= 0.75) and
 # up to 1,000 hard pairs per rule, once. "small" is the same recipe on fewer pairs, at a

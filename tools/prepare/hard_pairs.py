@@ -20,7 +20,8 @@ question (cosine 0.98, one word apart). These rules rewrite one training questio
   abbreviation ("Kubernetes" / "k8s"), the two sides of a symmetric comparison swapped ("A
   vs B" / "B vs A"), the asker's circumstance said first as a premise (``premise``: "Can I
   eat sushi if I'm pregnant?" / "I'm pregnant, can I eat sushi?"), and the passive voice
-  ("Who wrote Hamlet?" / "By whom was Hamlet written?", ``hard_pair_voice``).
+  ("Who wrote Hamlet?" / "By whom was Hamlet written?", ``hard_pair_voice``); and a
+  question against itself (``identity``).
 
 A rule that does not apply to a question yields nothing, so every pair really differs in
 its kind. Only training questions are rewritten (``pair_split``), and the contrast sets in
@@ -370,4 +371,8 @@ def generate(texts: Iterable[str], per_kind: int, seed: int = 0) -> list[tuple[s
             if new and new.strip() and new != text:
                 out.append((text, new, label, kind))
                 made += 1
+    # A question and itself: the models score a pair read as one question (``view:order``,
+    # the respelled look) against itself, and without these scored some 2-4 % of questions
+    # below the serving bar (stop 66). Drawn from no stream: the other kinds stay as they were.
+    out += [(text, text, 1, "identity") for text in pool[:per_kind]]
     return out
