@@ -102,7 +102,7 @@ def formula_changed(cached: str, asked: str) -> str | None:
     # A ratio's numbers in another order, with no operator around it: "is 1:2:3
     # cement:sand:gravel a good mix" / "is 3:2:1 ..." (blind20).
     ra, rb = _RATIO.findall(cached), _RATIO.findall(asked)
-    if ra != rb and sorted(_ratio_numbers(ra)) == sorted(_ratio_numbers(rb)) and ra and rb:
+    if ra and rb and ra != rb and sorted(_ratio_numbers(ra)) == sorted(_ratio_numbers(rb)):
         return "order"
     # In words too: "greater than 7" / "greater than or equal to 7".
     if (ca := comparisons(cached)) and (cb := comparisons(asked)) and ca != cb:

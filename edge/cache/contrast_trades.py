@@ -92,9 +92,9 @@ def _with_each_other(middle: Sequence[str]) -> bool:
 
 
 def _symmetric(middle: Sequence[str]) -> bool:
-    words = set(middle)
-    if "with" in words and len(middle) > 1 and not words & _WITH_EACH_OTHER:
-        words.discard("with")  # "A interferes with B" is who does what
+    if "with" in middle and (len(middle) == 1 or _with_each_other(middle)):
+        return True  # a longer "with" alone is who does what: "A interferes with B"
+    words = set(middle) - {"with"}
     return bool(words & SYMMETRIC or any(either_way(middle, i) for i in range(len(middle))))
 
 
