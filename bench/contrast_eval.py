@@ -107,6 +107,12 @@ and blind10 onwards are never trained on.
   different questions, 232 rewordings, after 27 pairs already in earlier sets were left
   out), run first on stop 66's code after blind20's mends, with stop 62's models; its first
   run is in ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind22.jsonl``, a twenty-fourth set written blind at stop 67 the
+  same way, one helper on sports, the arts, history, schooling, pets, travel and cooking,
+  one on science homework, programming, devices, money, health and the home (420
+  different questions, 318 rewordings, after 125 pairs already in earlier sets were left
+  out), run first on stop 67's code with stop 66's models; its first run is in
+  ``docs/cache.md``, and from then on it is a dev set;
 * ``tests/data/contrast_context.jsonl``, a set written blind at stop 64 for one case: a
   plain question, and the same question wrapped in what the asker said around it (a
   greeting, a story, a sign-off, details), where that does not change the answer (200,
@@ -162,6 +168,7 @@ BLIND18 = DEV.with_name("contrast_blind18.jsonl")
 BLIND19 = DEV.with_name("contrast_blind19.jsonl")
 BLIND20 = DEV.with_name("contrast_blind20.jsonl")
 BLIND21 = DEV.with_name("contrast_blind21.jsonl")
+BLIND22 = DEV.with_name("contrast_blind22.jsonl")
 CONTEXT = DEV.with_name("contrast_context.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
@@ -169,7 +176,7 @@ SETS = {
     "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10, "blind11": BLIND11,
     "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14, "blind15": BLIND15,
     "blind16": BLIND16, "blind17": BLIND17, "blind18": BLIND18, "blind19": BLIND19,
-    "blind20": BLIND20, "blind21": BLIND21, "context": CONTEXT,
+    "blind20": BLIND20, "blind21": BLIND21, "blind22": BLIND22, "context": CONTEXT,
 }  # fmt: skip
 
 
