@@ -176,6 +176,13 @@ STOPWORDS = frozenset(
 )
 # The punctuation tokens ``contrast_words`` keeps (clause boundaries for the checks).
 PUNCTUATION = frozenset(",;:?!.")
+# Numbers a question may write as words, to their digits ("world war two" is "world war 2").
+NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
 _CONTRAST_TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*|[,;:?!]|\.(?=\s|$)")
 
 

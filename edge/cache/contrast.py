@@ -27,6 +27,7 @@ from edge.cache.contrast_swaps import swapped
 from edge.cache.rewording import joined_alike
 from shared.lexicon import (
     AXES,
+    NUMBER_WORDS,
     PUNCTUATION,
     QUESTION_WORDS,
     ROLES,
@@ -136,12 +137,7 @@ def role_changed(cached: str, asked: str) -> tuple[str, str] | None:
     return None
 
 
-_NUMBER_WORDS = {
-    w: str(i)
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
-}
+_NUMBER_WORDS = dict(NUMBER_WORDS)
 del _NUMBER_WORDS["one"]  # "How can one ...?" is a pronoun
 _NUMBER_WORDS |= {"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
                   "thousand": "1000", "million": "1000000", "billion": "1000000000",

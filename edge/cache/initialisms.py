@@ -13,6 +13,9 @@ every abbreviation users type. So none is listed: an abbreviation is read from i
   splitting a word: "post-traumatic stress disorder", "JavaScript" for "JS"). The run may
   not use a word of the abbreviating question itself: "What is the best laptop for an IT
   student?" has its own "is" and "the", so "... laptop for a student" spells no "IT".
+- An initialism may end in a **number**, which then follows the words it spells ("WW2" /
+  "World War 2" or "world war two", "PS5" / "PlayStation 5"); another number is another
+  thing ("WW1").
 - A **numeronym** is a first letter, the number of letters left out (3 or more) and a last
   letter ("k8s" for "kubernetes", "i18n" for "internationalization").
 
@@ -26,10 +29,11 @@ from __future__ import annotations
 import re
 
 from edge.cache.pair_checks import SMALL_WORDS, spelled_out, word_parts
-from shared.lexicon import cased_words
+from shared.lexicon import NUMBER_WORDS, cased_words
 
-# Capitals, or lower case with no vowel (no word is spelled so: "tcp", "vpn", "npm").
-_INITIALISM = re.compile(r"[A-Z]{2,6}|[b-df-hj-np-tv-xz]{2,6}")
+# Capitals, or lower case with no vowel (no word is spelled so: "tcp", "vpn", "npm"), and
+# a number the words it spells are followed by ("WW2").
+_INITIALISM = re.compile(r"(?:[A-Z]{2,6}|[b-df-hj-np-tv-xz]{2,6})(\d{0,2})")
 _NUMERONYM = re.compile(r"([a-z])(\d{1,2})([a-z])")
 
 
@@ -66,7 +70,15 @@ def _spelled(short: str, text: str, own_text: str) -> tuple[int, int] | None:
             if len(w) == gap + 2 and w[0] == first and w[-1] == last and w not in own:
                 return start, end
         return None
-    run = sorted(spelled_out(short.lower(), [w for _, _, w in parts]))
+    letters = short.rstrip("0123456789")
+    number = short[len(letters) :]
+    run = sorted(spelled_out(letters.lower(), [w for _, _, w in parts]))
     if not run or any(parts[i][2] in own for i in run if parts[i][2] not in SMALL_WORDS):
         return None
-    return parts[run[0]][0], parts[run[-1]][1]
+    end = run[-1]
+    if number:
+        after = parts[end + 1][2] if end + 1 < len(parts) else ""
+        if number not in (after, NUMBER_WORDS.get(after)):
+            return None
+        end += 1
+    return parts[run[0]][0], parts[end][1]

@@ -30,6 +30,11 @@ from edge.cache.rewording import reworded
         ("how do i renew my dl", "how do i renew my driver's license", "how do i renew my dl"),
         # Numeronyms: first letter, letters left out, last letter.
         ("how do I deploy on k8s", "how do I deploy on kubernetes", "how do I deploy on k8s"),
+        # A number after the letters follows the words they spell, in digits or as a word.
+        ("when did WW2 end", "when did world war two end", "when did WW2 end"),
+        ("when did world war 2 end", "when did WW2 end", "when did world war 2 end"),
+        ("how to change DNS on a PS5", "how to change DNS on a PlayStation 5",
+         "how to change DNS on a PS5"),
         # Two places traded: the view shows the trade, for the rewording step to refuse.
         ("flights from NYC to LA", "flights from Los Angeles to New York City",
          "flights from LA to NYC"),
@@ -52,6 +57,10 @@ def test_an_abbreviation_is_written_as_the_cached_question_writes_it(
         # A numeronym's count must fit, and be at least 3 ("p2p" is no numeronym).
         ("how do I deploy on k9s", "how do I deploy on kubernetes"),
         ("what is p2p lending", "what is pop lending"),
+        # Another number is another thing, and a number the words lack is not theirs.
+        ("when did WW2 end", "when did world war 1 end"),
+        ("when did WW2 end", "when did world war end"),
+        ("is the PS5 worth it", "is the PlayStation 4 worth it"),
         # Nothing abbreviated.
         ("what is the GDP of Brazil", "what is the GDP of Chile"),
     ],
