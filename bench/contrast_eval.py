@@ -113,6 +113,12 @@ and blind10 onwards are never trained on.
   different questions, 318 rewordings, after 125 pairs already in earlier sets were left
   out), run first on stop 67's code with stop 66's models; its first run is in
   ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind23.jsonl``, a twenty-fifth set written blind at stop 67 the
+  same way, one helper on law, work, etiquette, cars and the outdoors, one on electronics,
+  data, security, space, weather, nutrition and photography (449 different questions, 345
+  rewordings, after 36 pairs already in earlier sets were left out), run first on stop
+  67's code after blind22's mend, with stop 66's models; its first run is in
+  ``docs/cache.md``, and from then on it is a dev set;
 * ``tests/data/contrast_context.jsonl``, a set written blind at stop 64 for one case: a
   plain question, and the same question wrapped in what the asker said around it (a
   greeting, a story, a sign-off, details), where that does not change the answer (200,
@@ -169,6 +175,7 @@ BLIND19 = DEV.with_name("contrast_blind19.jsonl")
 BLIND20 = DEV.with_name("contrast_blind20.jsonl")
 BLIND21 = DEV.with_name("contrast_blind21.jsonl")
 BLIND22 = DEV.with_name("contrast_blind22.jsonl")
+BLIND23 = DEV.with_name("contrast_blind23.jsonl")
 CONTEXT = DEV.with_name("contrast_context.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
@@ -176,7 +183,8 @@ SETS = {
     "blind8": BLIND8, "blind9": BLIND9, "blind10": BLIND10, "blind11": BLIND11,
     "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14, "blind15": BLIND15,
     "blind16": BLIND16, "blind17": BLIND17, "blind18": BLIND18, "blind19": BLIND19,
-    "blind20": BLIND20, "blind21": BLIND21, "blind22": BLIND22, "context": CONTEXT,
+    "blind20": BLIND20, "blind21": BLIND21, "blind22": BLIND22, "blind23": BLIND23,
+    "context": CONTEXT,
 }  # fmt: skip
 
 
