@@ -64,8 +64,9 @@ _PHRASES = (
                 r"\s+(?:to|with)\b"), "vs"),
     (re.compile(r"\bversus\b|\bvs\b\.?"), "vs"),
     (re.compile(r"\b(?:whether\s+)?or\s+not\b"), " "),
-    (re.compile(r"\bkm\s*/\s*h\b|\bkmh\b|\bkph\b"), "kmh"),
-    (re.compile(r"\bmiles\s+per\s+hour\b"), "mph"),
+    (re.compile(r"\bkm\s*/\s*h\b|\bkmh\b|\bkph\b|\bkilomet(?:er|re)s?\s+(?:per|an)\s+hour\b"),
+     "kmh"),
+    (re.compile(r"\bmiles\s+(?:per|an)\s+hour\b"), "mph"),
     (re.compile(r"\bthe\s+second\b"), "the 2nd"),
     (re.compile(r"\b(given|provided)\s+that\b"), r"\1_that"),
     # Bare follow-ups set no condition and negate nothing: "If so, why?", "If not, why not?"

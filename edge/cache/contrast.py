@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from edge.cache.contrast_formula import LEADING_NUMBER, formula_changed
 from edge.cache.contrast_negation import (
@@ -32,6 +32,7 @@ from shared.lexicon import (
     QUESTION_WORDS,
     ROLES,
     STOPWORDS,
+    UNIT_OF,
     WHETHER,
     axis_pairs,
     axis_sides,
@@ -148,17 +149,37 @@ _NUMBER_WORDS |= {"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", 
 
 def numbers(text: str) -> Counter[str]:
     """Numbers and number words, normalised ("five" is "5", "1,000" is "1000", "3.0" is "3")."""
-    found: Counter[str] = Counter()
-    words = contrast_words(text)
+    return Counter(n for _, n, _ in _numbers_in(contrast_words(text)))
+
+
+def _numbers_in(words: Sequence[str]) -> Iterator[tuple[int, str, str]]:
+    """(position, normalised number, what its word goes on with: "mg" of "5mg")."""
     for i, w in enumerate(words):
         if w in _NUMBER_WORDS:
-            found[_NUMBER_WORDS[w]] += 1
+            yield i, _NUMBER_WORDS[w], ""
         elif m := LEADING_NUMBER.match(w):
             n = m.group()
             n = n.rstrip("0").rstrip(".") if "." in n else n.lstrip("0") or "0"
             suffix = w[m.end() :]
-            found[n + _half_day(suffix, words[i + 1 : i + 3]) + _variant(suffix)] += 1
+            yield i, n + _half_day(suffix, words[i + 1 : i + 3]) + _variant(suffix), suffix
+
+
+def _measures(text: str) -> dict[str, set[str]]:
+    """Each number's units, written on it or just after it ("5mg", "3 months", "3-month")."""
+    words = contrast_words(text)
+    found: dict[str, set[str]] = {}
+    for i, n, suffix in _numbers_in(words):
+        after = words[i + 1] if i + 1 < len(words) else ""
+        unit = UNIT_OF.get(suffix) or (UNIT_OF.get(after) if not suffix else None)
+        found.setdefault(n, set()).update([unit] if unit else [])
     return found
+
+
+def _units_differ(cached: str, asked: str) -> bool:
+    """The same number of another unit in each ("after 3 months" / "after 3 years"); a
+    unit one side leaves out ("3/4 cup" / "3/4 of a cup") is left to the models."""
+    ma, mb = _measures(cached), _measures(asked)
+    return any(ma[n] and mb[n] and not ma[n] & mb[n] for n in ma.keys() & mb.keys())
 
 
 # A letter after a model's number names another model ("Pixel 8" / "Pixel 8a", "Galaxy
@@ -371,14 +392,16 @@ def contrast_by(cached: str, asked: str, *, numbers: bool = True) -> str | None:
     in my bed"); "negation": one is negated more than the other ("Can I ...?" / "Can I
     not ...?"), or negates another thing ("a package I didn't order" / "didn't get a
     package I ordered"); "operator": another operator or sign in a formula or code ("2x + 3 = 7" /
-    "2x - 3 = 7"); "number": other numbers ("iPhone 14" / "iPhone 15"); "condition": one
+    "2x - 3 = 7"); "number": other numbers ("iPhone 14" / "iPhone 15"), or a number of
+    another unit ("after 3 months" / "after 3 years"); "condition": one
     carries a condition the other lacks ("... if I am pregnant?"; not one that names nothing
     the other lacks, ``condition_adds_nothing``), or a qualifier after the whole question
     ("... for beginners").
-    Another name ("in Japan" / "in China") or unit ("grams" / "ounces") is not a contrast
-    here: the verifier's ``told_apart`` step refuses a new capitalised name, and the models
-    the rest. Measured at stop 62, these two vetoes refused no different question the rest
-    of the decision would have served, on any contrast set or QQP, in either build.
+    Another name ("in Japan" / "in China") or a unit with no number ("grams" / "ounces") is
+    not a contrast here: the verifier's ``told_apart`` step refuses a new capitalised name,
+    and the models the rest. Measured at stop 62, these two vetoes refused no different
+    question the rest of the decision would have served, on any contrast set or QQP, in
+    either build.
     Contractions ("what's", "don't"), "turn on" for "enable", clause order, the order of
     "A or B" and the asker's manners ("if you don't mind me asking") are no contrast.
     """
@@ -400,7 +423,7 @@ def contrast_by(cached: str, asked: str, *, numbers: bool = True) -> str | None:
         return "negation"
     if (how := formula_changed(cached, asked)) is not None:
         return how
-    if numbers and _numbers_differ(cached, asked):
+    if numbers and (_numbers_differ(cached, asked) or _units_differ(cached, asked)):
         return "number"
     if added_scope(cached, asked):
         return "condition"

@@ -77,6 +77,10 @@ order | What is the slope of y = 3x + 2? | What is the slope of y = 2x + 3?
 number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
 number | How many calories are in 2 eggs? | How many calories are in three eggs?
 number | How many calories are in one egg? | How many calories are in 2 eggs?
+number | too soon to propose after 3 months of dating | too soon to propose after 3 years of dating
+number | How much is 10 dollars in yen? | How much is 10 euros in yen?
+number | how long does a 5mg dose last | how long does a 5 ml dose last
+number | convert 100 km/h to mph | convert 100 knots to mph
 condition | How do I reset my router? | How do I reset my router if I forgot the password?
 condition | Can I take ibuprofen? | if you don't mind me asking, can I take it if I am pregnant?
 condition | Can I take ibuprofen? | sorry if this is basic, but can I take it if I am pregnant?
@@ -157,7 +161,6 @@ operator | In bash, what does [ $a -lt $b ] check? | In bash, what does [ $a -le
 # ``told_apart`` refuses a new capitalised name, the models the rest.
 LEFT_TO_THE_MODELS = _table("""
 unit | How many grams are in a cup of sugar? | How many ounces are in a cup of sugar?
-unit | How much is 10 dollars in yen? | How much is 10 euros in yen?
 entity | How do I install Python on ubuntu? | How do I install Python on windows?
 entity | Do I need a visa to visit Japan? | Do I need a visa to visit China?
 """)
@@ -180,6 +183,10 @@ symmetric | Rust vs Go for a command line tool | Go vs Rust for a command line t
 
 # Paraphrases the rules must leave alone (the verifier may still decline some).
 NOT_CONTRASTS = [
+    # One unit however it is written, or a unit one side leaves out, is no other unit.
+    ("how many mph is 100 km/h", "how many miles per hour is 100 kilometers per hour"),
+    ("is 5mg of melatonin too much", "is 5 milligrams of melatonin too much"),
+    ("what is 3/4 cup in tablespoons", "what is 3/4 of a cup in tablespoons"),
     # A condition that moves or names nothing the other question lacks; "wondering if" and
     # "tell me if" ask whether (stop 62, from the written sets' rewordings).
     (
