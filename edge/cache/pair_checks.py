@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from edge.cache.contrast_negation import framed
+from edge.cache.contrast_negation import framed, negation_moved, negations
 from shared.lexicon import (
     AXES,
     LIST_AXES,
@@ -266,7 +266,10 @@ def told_apart_by(cached: str, asked: str) -> str | None:
     """Why the cached answer cannot answer the asked question, or None.
 
     "names": the asked question names something new; "questions": it asks more questions;
-    "opposite": it asks for the opposite; "negation": one of the two is negated at its head.
+    "opposite": it asks for the opposite; "negation": one of the two is negated at its head,
+    and the two are negated unequally or the negation moved to another clause: "why won't my
+    loss go down" / "why will my loss not go down" negate the same verb (the head's window is
+    five words), as the contrast check reads them.
     """
     names = new_names(cached, asked)
     # "I'm", "I've" read as names: an aside before the question about the asker ("Hey,
@@ -278,7 +281,9 @@ def told_apart_by(cached: str, asked: str) -> str | None:
         return "questions"
     if opposite_words(cached, asked):
         return "opposite"
-    if negated_head(cached) != negated_head(asked):
+    if negated_head(cached) != negated_head(asked) and (
+        negations(cached) != negations(asked) or negation_moved(cached, asked)
+    ):
         return "negation"
     return None
 

@@ -242,10 +242,15 @@ def test_a_question_negated_at_its_head_is_told_apart() -> None:
         ("Why is the sky blue?", "Why is the sky not blue?"),
         ("Why should one vote for Trump?", "Why shouldn't I vote for Trump?"),
         ("Why don't we let people join ISIS?", "Why do people join ISIS?"),  # either way
+        # The negation moved to another clause (the contrast check reads it so too).
+        ("why can't I sleep when I drink coffee", "why can I sleep when I don't drink coffee"),
     ]:
         assert told_apart_by(cached, asked) == "negation", asked
     for cached, asked in [
         ("Why can't I lose weight?", "Why am I not losing weight?"),  # both negated
+        # The same verb negated, past the head's five words on one side.
+        ("why won't my model's loss go down", "why will my model's loss not go down"),
+        ("Why isn't my Bluetooth headset pairing?", "Why is my Bluetooth headset not pairing?"),
         ("How do I tell if a guy likes me?", "How do I know if a guy likes me or not?"),
         ("Can you lose weight without exercising?", "How can you lose weight without exercise?"),
         ("How can we control anger?", "What do I do when I get so angry I can't control it?"),
