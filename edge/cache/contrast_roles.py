@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from edge.cache.contrast_arguments import ADJUNCT_HEADS, PRONOUNS, argument_words, content_word
-from edge.cache.contrast_negation import CLAUSE_OPENERS, clause_numbers, lemma
+from edge.cache.contrast_negation import CLAUSE_OPENERS, clause_numbers, content_lemmas, lemma
 from edge.cache.contrast_swaps import swapped
 from edge.cache.contrast_trades import unstopped
 from shared.lexicon import (
@@ -142,6 +142,62 @@ def voice_traded(a: Sequence[str], b: Sequence[str]) -> bool:
         if subject & patient and obj & agent and not subject & agent:
             return True
     return False
+
+
+def voice_kept(cached: str, asked: str) -> bool:
+    """Whether one question is the other in the other voice, doer and done-to kept, and
+    nothing else changed: "can my employer read my work email" / "can my work email be
+    read by my employer", "when did congress pass the civil rights act" / "when was the
+    civil rights act passed by congress". The decision's models then read the asked
+    question as the cached one (``match.Matcher``), as for a coordinated swap: taught that
+    who does what matters, they refuse many such rewordings. Any verb, not only the
+    lexicon's: the participle is the word before "by", the active verb the one word the
+    other question has in its place."""
+    a, b = argument_words(cached), argument_words(asked)
+    return _kept(a, b) or _kept(b, a)
+
+
+def _kept(active: Sequence[str], passive: Sequence[str]) -> bool:
+    if _by_passive(active) is not None or (found := _by_passive(passive)) is None:
+        return False
+    at, patient, agent = found
+    rest = content_lemmas([w for k, w in enumerate(passive) if k != at])
+    for i, w in enumerate(active):
+        if not _participle_of(w, passive[at]):
+            continue
+        if content_lemmas([x for k, x in enumerate(active) if k != i]) != rest:
+            continue
+        subject = {x for x in active[:i] if content_word(x) or x in PRONOUNS}
+        obj = _phrase(active[i + 1 :])
+        if subject & agent and obj & patient and not subject & patient:
+            return True
+    return False
+
+
+def _by_passive(words: Sequence[str]) -> tuple[int, set[str], set[str]] | None:
+    """(the participle's position, patient, agent) of "... be ... PARTICIPLE by AGENT", any
+    verb ("when was the act passed by congress", "is an index created for it by mysql")."""
+    for i in range(2, len(words) - 2):
+        if words[i + 1] == "by" and _BE & set(words[:i]):
+            patient = {x for x in words[:i] if content_word(x) and x not in _BE}
+            return i, patient, _phrase(words[i + 2 :])
+    return None
+
+
+def _participle_of(verb: str, participle: str) -> bool:
+    """Whether ``participle`` is ``verb``'s: the lexicon's forms, or a regular one
+    ("tow" / "towed", "log" / "logged", "carry" / "carried", "read" / "read")."""
+    if verb in _BE or verb in AUXILIARIES or not content_word(verb):
+        return False
+    if _PARTICIPLES.get(participle) == _ACTIVE.get(verb, verb) and participle in _PARTICIPLES:
+        return True
+    root = verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb
+    return participle in (
+        root,
+        regular_past(root),
+        root + root[-1:] + "ed",
+        root[:-1] + "ied",
+    )
 
 
 _WHO = frozenset(("what", "who", "whom"))

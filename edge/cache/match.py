@@ -27,7 +27,9 @@ one decided; ``eval cache --show-false-hits`` and the debug log print them):
    that takes them in either order ("how far is A from B"), the other way round, the
    models read it as that cached question, text and embedding: taught that
    swapped roles make other questions, they refuse "lions and tigers" / "tigers and
-   lions"), ``veto:told_apart`` (the asked
+   lions"; ``view:voice`` likewise for the other voice with doer and done-to kept, "can my
+   employer read my email" / "can my email be read by my employer",
+   ``contrast_roles.voice_kept``), ``veto:told_apart`` (the asked
    question names or asks more than the cached one: score 0), ``scorer:mlp``, then
    ``scorer:cross_encoder`` on what the MLP did not settle; ``picker:delta`` serves the best
    one when the entry's estimated precision at that score is at least ``1 - delta``.
@@ -68,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from edge.cache.contrast import contrast_by
+from edge.cache.contrast_roles import voice_kept
 from edge.cache.contrast_trades import coordinated_swap
 from edge.cache.decision import (
     NO_MATCH,
@@ -91,6 +94,14 @@ from edge.cache.verifier import Verifier, pair_features, stacked
 # Characters past which a message cannot fit the cross-encoder's 128 tokens (a word piece
 # averages about 4 characters of English).
 _LONGEST_MESSAGE = 1000
+
+
+def _view(cached: str, asked: str) -> str | None:
+    """How ``asked`` reads as ``cached`` itself, if it does: "order" (a coordinated swap),
+    "voice" (the other voice, doer and done-to kept)."""
+    if coordinated_swap(cached, asked):
+        return "order"
+    return "voice" if voice_kept(cached, asked) else None
 
 
 class Matcher:
@@ -263,13 +274,16 @@ class Matcher:
         # texts in one order but each question's own embedding, refused "How do wolves and
         # coyotes differ?" / "How do coyotes and wolves differ?" (0.57 at cosine 0.99):
         # the embeddings carry the order. What still decides is the picker: the entry's
-        # own history and exploration.
-        swaps = [coordinated_swap(c.prompt, text) for c in scored]
+        # own history and exploration. The other voice, doer and done-to kept, is read so
+        # too ("can my employer read my email" / "can my email be read by my employer").
+        views = [_view(c.prompt, text) for c in scored]
+        swaps = [view is not None for view in views]
         pairs = [
             (c.prompt, c.prompt if swap else text) for c, swap in zip(scored, swaps, strict=True)
         ]
-        if any(swaps):
-            steps.append(Step("view:order", f"{sum(swaps)} read as the cached question"))
+        for kind in ("order", "voice"):
+            if n := views.count(kind):
+                steps.append(Step(f"view:{kind}", f"{n} read as the cached question"))
         apart = [told_apart_by(*pair) for pair in pairs]
         steps.append(Step("veto:told_apart", vetoed(apart)))
         features = np.stack(

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from edge.cache.contrast import CONTRASTS, contrast_by
-from edge.cache.contrast_roles import asker_traded
+from edge.cache.contrast_roles import asker_traded, voice_kept
 from edge.cache.contrast_trades import coordinated_swap
 from edge.cache.decision import Candidate, MatchPolicy
 from edge.cache.loading import load_matcher
@@ -404,6 +404,34 @@ def test_every_candidate_is_checked_whatever_its_score() -> None:
         .decide(q, "Is Java faster than Python?", [opposite])
         .serve
     )  # what the veto prevents
+
+
+@pytest.mark.parametrize(
+    ("cached", "asked", "kept"),
+    [
+        ("can my employer read my work email", "can my work email be read by my employer", True),
+        ("when did congress pass the civil rights act",
+         "when was the civil rights act passed by congress", True),
+        ("does my ISP log my DNS queries", "are my DNS queries logged by my ISP", True),
+        ("does my landlord have to fix the heating",
+         "does the heating have to be fixed by my landlord", True),
+        # doer and done-to traded, or anything else changed: another question
+        ("can a hawk catch a rabbit", "can a hawk be caught by a rabbit", False),
+        ("can my employer read my work email", "can my personal email be read by my employer",
+         False),
+        ("can my employer read my work email", "can my work email be read by the police", False),
+        ("can my employer cut my salary", "can my salary be raised by my employer", False),
+        ("can a doctor refuse to treat a patient", "can a patient refuse to be treated by a doctor",
+         False),
+        # both in one voice is the order checks' business
+        ("can my employer read my email", "can my employer read my email?", False),
+    ],
+)  # fmt: skip
+def test_the_other_voice_is_read_as_the_cached_question_only_with_its_roles_kept(
+    cached: str, asked: str, kept: bool
+) -> None:
+    assert voice_kept(cached, asked) is kept
+    assert voice_kept(asked, cached) is kept
 
 
 @pytest.mark.parametrize(

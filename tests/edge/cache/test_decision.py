@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edge.cache.contrast_roles import voice_kept
 from edge.cache.contrast_trades import coordinated_swap
 from edge.cache.decision import Candidate, MatchPolicy, confidence
 from edge.cache.eval import load_pairs, operating_points
@@ -465,7 +466,8 @@ def test_the_cross_encoder_reads_only_pairs_whose_decision_it_can_change(
             continue
         band += len(read)
         read.clear()
-        if coordinated_swap(cached, asked):  # read as the cached question (view:order)
+        # read as the cached question (view:order, view:voice)
+        if coordinated_swap(cached, asked) or voice_kept(cached, asked):
             asked, b = cached, a
         features = pair_features(a, b, cached, asked)[None, :]
         score = float(verifier.score_pairs(features, [(cached, asked)])[0])
