@@ -144,6 +144,12 @@ IRREGULAR_VERBS = {
     "deny": ("denied", "denied"), "copy": ("copied", "copied"), "bury": ("buried", "buried"),
     "lose": ("lost", "lost"), "beat": ("beat", "beaten"),
 }  # fmt: skip
+# Verbs whose participle is the verb itself ("read", "cut"): a closed class of English, so
+# that any other word before "by" must look like a participle to be read as one.
+SAME_PARTICIPLE = frozenset(
+    "bet bid broadcast burst cast cost cut fit hit hurt let put quit read rid set shed shut "
+    "slit split spread thrust upset".split()
+)
 # Negating words, one table for the contrast check and the rewording step. "without" too:
 # "with no money" is "without any money"; "bread" / "bread without yeast". "non" is the
 # prefix of "non-toxic" (the words are split at the hyphen).

@@ -24,6 +24,7 @@ from shared.lexicon import (
     PUNCTUATION,
     RELATIONS,
     ROLES,
+    SAME_PARTICIPLE,
     STOPWORDS,
     contrast_words,
     regular_past,
@@ -158,42 +159,56 @@ def voice_kept(cached: str, asked: str) -> bool:
 
 
 def _kept(active: Sequence[str], passive: Sequence[str]) -> bool:
-    if _by_passive(active) is not None or (found := _by_passive(passive)) is None:
+    if _by_passives(active):
         return False
-    at, patient, agent = found
-    rest = content_lemmas([w for k, w in enumerate(passive) if k != at])
-    for i, w in enumerate(active):
-        if not _participle_of(w, passive[at]):
-            continue
-        if content_lemmas([x for k, x in enumerate(active) if k != i]) != rest:
-            continue
-        subject = {x for x in active[:i] if content_word(x) or x in PRONOUNS}
-        obj = _phrase(active[i + 1 :])
-        if subject & agent and obj & patient and not subject & patient:
-            return True
+    for at, patient, agent in _by_passives(passive):
+        rest = content_lemmas([w for k, w in enumerate(passive) if k != at])
+        for i, w in enumerate(active):
+            if not _participle_of(w, passive[at]):
+                continue
+            if content_lemmas([x for k, x in enumerate(active) if k != i]) != rest:
+                continue
+            subject = {x for x in active[:i] if content_word(x) or x in PRONOUNS}
+            obj = _phrase(active[i + 1 :])
+            if subject & agent and obj & patient and not subject & patient:
+                return True
     return False
 
 
-def _by_passive(words: Sequence[str]) -> tuple[int, set[str], set[str]] | None:
-    """(the participle's position, patient, agent) of "... be ... PARTICIPLE by AGENT", any
-    verb ("when was the act passed by congress", "is an index created for it by mysql")."""
-    for i in range(2, len(words) - 2):
-        if words[i + 1] == "by" and _BE & set(words[:i]):
+# Words an adjunct may hold between the participle and its "by" ("encrypted at rest by").
+_BY_REACH = 4
+
+
+def _by_passives(words: Sequence[str]) -> list[tuple[int, set[str], set[str]]]:
+    """(a participle's place, patient, agent) for each reading of "... be ... PARTICIPLE
+    [adjunct] by AGENT", any verb ("when was the act passed by congress", "are my messages
+    encrypted at rest by google"): the participle is one of the words after the "be" and up
+    to a few before the "by"; ``_kept`` tells which."""
+    out = []
+    for j, w in enumerate(words):
+        if w != "by" or j < 2:
+            continue
+        be = [k for k in range(j - 1) if words[k] in _BE]
+        if not be:
+            continue
+        agent = _phrase(words[j + 1 :])
+        for i in range(max(be[0] + 1, j - 1 - _BY_REACH), j):
             patient = {x for x in words[:i] if content_word(x) and x not in _BE}
-            return i, patient, _phrase(words[i + 2 :])
-    return None
+            out.append((i, patient, agent))
+    return out
 
 
 def _participle_of(verb: str, participle: str) -> bool:
-    """Whether ``participle`` is ``verb``'s: the lexicon's forms, or a regular one
-    ("tow" / "towed", "log" / "logged", "carry" / "carried", "read" / "read")."""
+    """Whether ``participle`` is ``verb``'s: the lexicon's forms, a regular one ("tow" /
+    "towed", "log" / "logged", "carry" / "carried"), or the verb itself ("read")."""
     if verb in _BE or verb in AUXILIARIES or not content_word(verb):
         return False
     if _PARTICIPLES.get(participle) == _ACTIVE.get(verb, verb) and participle in _PARTICIPLES:
         return True
     root = verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb
+    if participle == root:
+        return root in SAME_PARTICIPLE
     return participle in (
-        root,
         regular_past(root),
         root + root[-1:] + "ed",
         root[:-1] + "ied",

@@ -415,6 +415,13 @@ def test_every_candidate_is_checked_whatever_its_score() -> None:
         ("does my ISP log my DNS queries", "are my DNS queries logged by my ISP", True),
         ("does my landlord have to fix the heating",
          "does the heating have to be fixed by my landlord", True),
+        # an adjunct between the participle and its "by"
+        ("does google encrypt my gmail messages at rest",
+         "are my gmail messages encrypted at rest by google", True),
+        ("can the HOA tow my car from my own driveway",
+         "can my car be towed from my own driveway by the HOA", True),
+        # "by" that names no doer, before a word that is no participle
+        ("is it possible to travel by time", "could time travel be possible", False),
         # doer and done-to traded, or anything else changed: another question
         ("can a hawk catch a rabbit", "can a hawk be caught by a rabbit", False),
         ("can my employer read my work email", "can my personal email be read by my employer",
