@@ -170,13 +170,29 @@ def _kept(active: Sequence[str], passive: Sequence[str]) -> bool:
                 continue
             subject = {x for x in active[:i] if content_word(x) or x in PRONOUNS}
             obj = _phrase(active[i + 1 :])
-            if subject & agent and obj & patient and not subject & patient:
+            # The doer before the verb and after "by", the done-to after the verb and before
+            # it. A word on both sides is neither only as an adverb or in the words both
+            # questions open with ("how long until", "actually"); else it is a role that
+            # moved ("can a doctor refuse to treat" / "can a patient refuse to be treated").
+            both = subject & patient
+            moved = _moved(both, active, passive) | both & (agent | obj)
+            if subject & agent and obj & patient and not moved:
                 return True
     return False
 
 
 # Words an adjunct may hold between the participle and its "by" ("encrypted at rest by").
 _BY_REACH = 4
+
+
+def _moved(words: set[str], a: Sequence[str], b: Sequence[str]) -> set[str]:
+    """Of ``words``, those neither an adverb nor in the opening ``a`` and ``b`` share."""
+    opening = set()
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        opening.add(x)
+    return {w for w in words if not w.endswith("ly") and w not in opening}
 
 
 def _by_passives(words: Sequence[str]) -> list[tuple[int, set[str], set[str]]]:

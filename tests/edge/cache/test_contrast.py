@@ -420,6 +420,14 @@ def test_every_candidate_is_checked_whatever_its_score() -> None:
          "are my gmail messages encrypted at rest by google", True),
         ("can the HOA tow my car from my own driveway",
          "can my car be towed from my own driveway by the HOA", True),
+        # an adverb, or the words both open with, on both sides of the verb
+        ("will the hiring manager actually read my cover letter",
+         "will my cover letter actually be read by the hiring manager", True),
+        ("how long until my tax refund is deposited by the irs",
+         "how long until the irs deposits my tax refund", True),
+        # one noun for both roles: whose dog bit whose is another question
+        ("what should I do if my dog was bitten by another dog",
+         "what should I do if my dog bit another dog", False),
         # "by" that names no doer, before a word that is no participle
         ("is it possible to travel by time", "could time travel be possible", False),
         # doer and done-to traded, or anything else changed: another question
