@@ -175,13 +175,6 @@ def _measures(text: str) -> dict[str, set[str]]:
     return found
 
 
-def _units_differ(cached: str, asked: str) -> bool:
-    """The same number of another unit in each ("after 3 months" / "after 3 years"); a
-    unit one side leaves out ("3/4 cup" / "3/4 of a cup") is left to the models."""
-    ma, mb = _measures(cached), _measures(asked)
-    return any(ma[n] and mb[n] and not ma[n] & mb[n] for n in ma.keys() & mb.keys())
-
-
 # A letter after a model's number names another model ("Pixel 8" / "Pixel 8a", "Galaxy
 # A54" / "A54s" reads "54" / "54s"); not a unit, a coefficient ("3x") or a multiplier ("10k").
 _NOT_VARIANTS = frozenset("x k m b t s".split())
@@ -204,13 +197,18 @@ def _half_day(suffix: str, following: Sequence[str]) -> str:
 
 def _numbers_differ(cached: str, asked: str) -> bool:
     """Other numbers; "one" is "1" where the other question has a 1 ("for one person" /
-    "for 1 person"), though not a number on its own ("How can one ...?")."""
-    na, nb = set(numbers(cached)), set(numbers(asked))
+    "for 1 person"), though not a number on its own ("How can one ...?"). Or the same
+    number of another unit in each ("after 3 months" / "after 3 years"); a unit one side
+    leaves out ("3/4 cup" / "3/4 of a cup") is left to the models."""
+    ma, mb = _measures(cached), _measures(asked)
+    na, nb = set(ma), set(mb)
     if "1" in nb - na and "one" in contrast_words(cached):
         na.add("1")
     if "1" in na - nb and "one" in contrast_words(asked):
         nb.add("1")
-    return na != nb
+    if na != nb:
+        return True
+    return any((ua := ma.get(n)) and (ub := mb.get(n)) and not ua & ub for n in na)
 
 
 _CONDITIONS = frozenset(
@@ -423,7 +421,7 @@ def contrast_by(cached: str, asked: str, *, numbers: bool = True) -> str | None:
         return "negation"
     if (how := formula_changed(cached, asked)) is not None:
         return how
-    if numbers and (_numbers_differ(cached, asked) or _units_differ(cached, asked)):
+    if numbers and _numbers_differ(cached, asked):
         return "number"
     if added_scope(cached, asked):
         return "condition"

@@ -155,13 +155,17 @@ def voice_kept(cached: str, asked: str) -> bool:
     lexicon's: the participle is the word before "by", the active verb the one word the
     other question has in its place."""
     a, b = argument_words(cached), argument_words(asked)
-    return _kept(a, b) or _kept(b, a)
-
-
-def _kept(active: Sequence[str], passive: Sequence[str]) -> bool:
-    if _by_passives(active):
+    pa, pb = _by_passives(a), _by_passives(b)
+    if bool(pa) == bool(pb):  # both in one voice: the order checks' business
         return False
-    for at, patient, agent in _by_passives(passive):
+    return _kept(b, a, pa) if pa else _kept(a, b, pb)
+
+
+def _kept(
+    active: Sequence[str], passive: Sequence[str], readings: list[tuple[int, set[str], set[str]]]
+) -> bool:
+    """Whether one of the passive's ``readings`` is ``active`` with its roles kept."""
+    for at, patient, agent in readings:
         rest = content_lemmas([w for k, w in enumerate(passive) if k != at])
         for i, w in enumerate(active):
             if not _participle_of(w, passive[at]):
@@ -219,7 +223,7 @@ def _participle_of(verb: str, participle: str) -> bool:
     "towed", "log" / "logged", "carry" / "carried"), or the verb itself ("read")."""
     if verb in _BE or verb in AUXILIARIES or not content_word(verb):
         return False
-    if _PARTICIPLES.get(participle) == _ACTIVE.get(verb, verb) and participle in _PARTICIPLES:
+    if _PARTICIPLES.get(participle) == _ACTIVE.get(verb, verb):
         return True
     root = verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb
     if participle == root:
