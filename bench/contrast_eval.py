@@ -119,6 +119,13 @@ and blind10 onwards are never trained on.
   rewordings, after 36 pairs already in earlier sets were left out), run first on stop
   67's code after blind22's mend, with stop 66's models; its first run is in
   ``docs/cache.md``, and from then on it is a dev set;
+* ``tests/data/contrast_blind24.jsonl``, a twenty-sixth set written blind at stop 68 the
+  same way, one helper on gardening, music, parenting, renting, clothes, games, languages,
+  religion, weddings and fitness, one on medicine, chemistry, networks, databases,
+  statistics, aviation, home energy, biology, bookkeeping and shells (443 different
+  questions, 356 rewordings, after 46 pairs already in earlier sets were left out), run
+  first on stop 67's code and the same recipes rebuilt; its first run is in
+  ``docs/cache.md``, and from then on it is a dev set;
 * ``tests/data/contrast_context.jsonl``, a set written blind at stop 64 for one case: a
   plain question, and the same question wrapped in what the asker said around it (a
   greeting, a story, a sign-off, details), where that does not change the answer (200,
@@ -176,6 +183,7 @@ BLIND20 = DEV.with_name("contrast_blind20.jsonl")
 BLIND21 = DEV.with_name("contrast_blind21.jsonl")
 BLIND22 = DEV.with_name("contrast_blind22.jsonl")
 BLIND23 = DEV.with_name("contrast_blind23.jsonl")
+BLIND24 = DEV.with_name("contrast_blind24.jsonl")
 CONTEXT = DEV.with_name("contrast_context.jsonl")
 SETS = {
     "dev": DEV, "holdout": HOLDOUT, "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3,
@@ -184,6 +192,7 @@ SETS = {
     "blind12": BLIND12, "blind13": BLIND13, "blind14": BLIND14, "blind15": BLIND15,
     "blind16": BLIND16, "blind17": BLIND17, "blind18": BLIND18, "blind19": BLIND19,
     "blind20": BLIND20, "blind21": BLIND21, "blind22": BLIND22, "blind23": BLIND23,
+    "blind24": BLIND24,
     "context": CONTEXT,
 }  # fmt: skip
 
