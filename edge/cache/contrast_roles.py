@@ -172,13 +172,13 @@ def _kept(
                 continue
             if content_lemmas([x for k, x in enumerate(active) if k != i]) != rest:
                 continue
-            subject = {x for x in active[:i] if content_word(x) or x in PRONOUNS}
-            obj = _phrase(active[i + 1 :])
+            subject, obj = _roles(active, i)
             # The doer before the verb and after "by", the done-to after the verb and before
-            # it. A word on both sides is neither only as an adverb or in the words both
-            # questions open with ("how long until", "actually"); else it is a role that
-            # moved ("can a doctor refuse to treat" / "can a patient refuse to be treated").
-            both = subject & patient
+            # it. A word on both sides is neither only as an adverb (just before the verb in
+            # both, or in "-ly") or in the words both questions open with ("how long until",
+            # "actually"); else it is a role that moved ("can a doctor refuse to treat" /
+            # "can a patient refuse to be treated").
+            both = (subject & patient) - ({active[i - 1]} & {passive[at - 1]})
             moved = _moved(both, active, passive) | both & (agent | obj)
             if subject & agent and obj & patient and not moved:
                 return True
@@ -206,28 +206,75 @@ def _by_passives(words: Sequence[str]) -> list[tuple[int, set[str], set[str]]]:
     to a few before the "by"; ``_kept`` tells which."""
     out = []
     for j, w in enumerate(words):
-        if w != "by" or j < 2:
+        if w != "by":
+            continue
+        whom = j + 1 < len(words) and words[j + 1] in _WHO_DOES
+        if j == 0 and whom:  # asked first: "by whom are airlines regulated in the us"
+            out.extend(_asked_first(words))
             continue
         be = [k for k in range(j - 1) if words[k] in _BE]
-        if not be:
+        if j < 2 or not be:
             continue
-        agent = _phrase(words[j + 1 :])
+        agent = {"who"} if whom else _phrase(words[j + 1 :])
+        if not agent and words[0] in _WHO_DOES and _ends(words, j):
+            agent = {"who"}  # left at the end: "who was the jet engine invented by"
+        # The done-to asked for: "what is eaten by cats", "who was killed by caesar".
+        wh = {_asked(words[0])} if words[0] in _WHO and agent != {"who"} else set()
         for i in range(max(be[0] + 1, j - 1 - _BY_REACH), j):
             patient = {x for x in words[:i] if content_word(x) and x not in _BE}
-            out.append((i, patient, agent))
+            out.append((i, patient | wh, agent))
     return out
+
+
+def _asked_first(words: Sequence[str]) -> list[tuple[int, set[str], set[str]]]:
+    """The readings of "by whom BE PATIENT PARTICIPLE ...": the participle a few words after
+    the "be", the patient between them."""
+    be = next((k for k in range(2, len(words)) if words[k] in _BE), None)
+    if be is None:
+        return []
+    return [
+        (i, {x for x in words[be + 1 : i] if content_word(x)}, {"who"})
+        for i in range(be + 2, min(len(words), be + 2 + _BY_REACH))
+    ]
+
+
+# The doer asked for: "who invented ...", "... invented by whom".
+_WHO_DOES = frozenset(("who", "whom"))
+
+
+def _asked(wh: str) -> str:
+    return "who" if wh == "whom" else wh
+
+
+def _ends(words: Sequence[str], j: int) -> bool:
+    return all(w in PUNCTUATION for w in words[j + 1 :])
+
+
+def _roles(active: Sequence[str], i: int) -> tuple[set[str], set[str]]:
+    """(doer, done-to) of the active verb at ``i``: the words before it and the phrase after
+    it; "who" asking for the doer ("who invented the jet engine"); with "do" after a
+    question's opening words, the doer between them and the verb and the done-to asked
+    for ("what gas do plants absorb": plants do it to the gas)."""
+    obj = _phrase(active[i + 1 :])
+    do = next((k for k in range(1, i) if active[k] in _DO), None)
+    if do is not None and active[0] in _WHO:
+        asked = {x for x in active[:do] if content_word(x)} | {_asked(active[0])}
+        return {x for x in active[do + 1 : i] if content_word(x) or x in PRONOUNS}, obj | asked
+    subject = {x for x in active[:i] if content_word(x) or x in PRONOUNS}
+    return subject | ({"who"} if active[0] in _WHO_DOES else set()), obj
 
 
 def _participle_of(verb: str, participle: str) -> bool:
     """Whether ``participle`` is ``verb``'s: the lexicon's forms, a regular one ("tow" /
-    "towed", "log" / "logged", "carry" / "carried"), or the verb itself ("read")."""
+    "towed", "log" / "logged", "carry" / "carried"), or the verb itself ("read", a
+    regular past)."""
     if verb in _BE or verb in AUXILIARIES or not content_word(verb):
         return False
     if _PARTICIPLES.get(participle) == _ACTIVE.get(verb, verb):
         return True
     root = verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb
-    if participle == root:
-        return root in SAME_PARTICIPLE
+    if participle == root:  # "read" / "read", or a regular past ("who synthesized urea")
+        return root in SAME_PARTICIPLE or (root.endswith("ed") and not root.endswith("eed"))
     return participle in (
         regular_past(root),
         root + root[-1:] + "ed",

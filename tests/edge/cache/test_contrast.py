@@ -179,6 +179,8 @@ reword | How do I copy photos from iPhone to Mac? | How can I copy photos from i
 symmetric | How do wolves and coyotes differ? | How do coyotes and wolves differ?
 symmetric | Is a kayak or a canoe more stable? | Is a canoe or a kayak more stable?
 symmetric | Rust vs Go for a command line tool | Go vs Rust for a command line tool
+voice | Who wrote the Iliad? | The Iliad was written by whom?
+voice | What do pandas eat? | What is eaten by pandas?
 """)
 
 # Paraphrases the rules must leave alone (the verifier may still decline some).
@@ -425,6 +427,19 @@ def test_every_candidate_is_checked_whatever_its_score() -> None:
          "will my cover letter actually be read by the hiring manager", True),
         ("how long until my tax refund is deposited by the irs",
          "how long until the irs deposits my tax refund", True),
+        # the doer asked for ("who", "by whom", "... by" left at the end), or the done-to
+        ("who first synthesized aspirin", "aspirin was first synthesized by whom", True),
+        ("who regulates pesticides in the EU", "by whom are pesticides regulated in the EU",
+         True),
+        ("who painted the sistine chapel ceiling", "who was the sistine chapel ceiling painted by",
+         True),
+        ("what do koalas eat", "what is eaten by koalas", True),
+        ("what minerals do kidneys filter", "what minerals are filtered by kidneys", True),
+        ("who did brutus betray", "who was betrayed by brutus", True),
+        ("who betrayed brutus", "who was betrayed by brutus", False),
+        ("what eats koalas", "what is eaten by koalas", False),
+        ("who painted the sistine chapel", "the sistine chapel was restored by whom", False),
+        ("who did brutus betray", "who did caesar betray", False),
         # one noun for both roles: whose dog bit whose is another question
         ("what should I do if my dog was bitten by another dog",
          "what should I do if my dog bit another dog", False),
@@ -552,6 +567,8 @@ def test_the_shipped_decision_serves_a_paraphrase(
     cosine, match = _decide(shipped, cached, asked)
     if kind == "symmetric":  # the models read the asked question in the cached order
         assert "view:order" in [step.name for step in match.steps]
+    if kind == "voice":  # likewise for the other voice, the doer asked for or not
+        assert "view:voice" in [step.name for step in match.steps]
     # "reworded": the same words in meaning, decided without a model; "verified": the MLP.
     assert match.serve and match.reason in ("reworded", "verified"), (kind, cosine, match)
 
