@@ -28,6 +28,11 @@ from edge.cache.rewording import reworded
          "how to use closures in JS"),
         # Lower case with no vowel; an apostrophe keeps its word.
         ("how do i renew my dl", "how do i renew my driver's license", "how do i renew my dl"),
+        # Any lower-case word of 3-5 letters, where the other question spells it out.
+        ("what does the fbi do", "what does the federal bureau of investigation do",
+         "what does the fbi do"),
+        ("how to reply as soon as possible", "how to reply asap",
+         "how to reply as soon as possible"),
         # Numeronyms: first letter, letters left out, last letter.
         ("how do I deploy on k8s", "how do I deploy on kubernetes", "how do I deploy on k8s"),
         # A number after the letters follows the words they spell, in digits or as a word.
@@ -49,8 +54,10 @@ def test_an_abbreviation_is_written_as_the_cached_question_writes_it(
 @pytest.mark.parametrize(
     ("cached", "asked"),
     [
-        # Lower-case words are words, not initialisms ("it", "us", "nyc" has a "y").
+        # Two lower-case letters are a word, not an initialism ("it", "us"); a longer word is
+        # read only where the other question spells it.
         ("how to use it", "how to use information technology"),
+        ("how do I cook rice", "how do I cook brown rice"),
         # The run may not use words the abbreviating question has itself.
         ("What is the best laptop for student?", "What is the best laptop for an IT student?"),
         ("What is the literacy rate in India?", "What is the IT literacy rate in India?"),
