@@ -251,6 +251,11 @@ _DASHES = frozenset("-\u2013\u2014")
 
 def operators(text: str) -> tuple[str, ...]:
     """The operators a text writes, in order ("x^2 - 1 >= 0": "^", "-", ">=")."""
+    return tuple(op for _, _, op in operator_spans(text))
+
+
+def operator_spans(text: str) -> list[tuple[int, int, str]]:
+    """Each operator ``operators`` reads, with where it stands in ``text``."""
     found = []
     for m in _OPERATOR.finditer(text):
         op, i, j = m.group(), m.start(), m.end()
@@ -264,8 +269,8 @@ def operators(text: str) -> tuple[str, ...]:
                 continue  # a dash between words (a one-letter variable before it: "x - y")
         if set(op) == {"!"} and (not after or after.isspace()):
             continue  # an exclamation
-        found.append(re.sub("[\u2212\u2013\u2014]", "-", op))
-    return tuple(found)
+        found.append((i, j, re.sub("[\u2212\u2013\u2014]", "-", op)))
+    return found
 
 
 _GROUP = re.compile(r"\(([^()]*)\)")

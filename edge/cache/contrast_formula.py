@@ -7,7 +7,7 @@ import difflib
 import re
 
 from edge.cache.rewording import mark_spacings
-from shared.lexicon import comparisons, contrast_words, grouped, operators
+from shared.lexicon import comparisons, contrast_words, grouped, operator_spans, operators
 
 LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # "3x" is 3, "2.5kg" is 2.5
 _FORMULA_MARKS = re.compile(r"[()<>=`\[\]]")
@@ -18,6 +18,22 @@ _RATIO = re.compile(r"(?<![\w:])\d+(?:\.\d+)?(?::\d+(?:\.\d+)?)+(?![\w:])")
 def numbers_in_order(text: str) -> list[str]:
     """The numbers as they come, a coefficient as its number: "y = 3x + 2" is 3, 2."""
     return [m.group() for w in contrast_words(text) if (m := LEADING_NUMBER.match(w))]
+
+
+_LAST_WORD = re.compile(r"(\w+)\s*$")
+_FIRST_WORD = re.compile(r"\s*(\w+)")
+
+
+def operands(text: str) -> list[str]:
+    """The words and numbers on either side of each operator, in order: "price / sqft" is
+    price, sqft."""
+    low = text.lower()
+    out = []
+    for i, j, _ in operator_spans(low):
+        for m in (_LAST_WORD.search(low[:i]), _FIRST_WORD.match(low[j:])):
+            if m is not None:
+                out.append(m[1])
+    return out
 
 
 def logic_flipped(cached: str, asked: str) -> bool:
@@ -98,6 +114,10 @@ def formula_changed(cached: str, asked: str) -> str | None:
         # too, the safe side).
         na, nb = numbers_in_order(cached), numbers_in_order(asked)
         if na != nb and sorted(na) == sorted(nb):
+            return "order"
+        # Words as operands too: "is it price / sqft" / "is it sqft / price" (blind24).
+        wa, wb = operands(cached), operands(asked)
+        if wa != wb and sorted(wa) == sorted(wb):
             return "order"
     # A ratio's numbers in another order, with no operator around it: "is 1:2:3
     # cement:sand:gravel a good mix" / "is 3:2:1 ..." (blind20).

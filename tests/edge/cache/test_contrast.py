@@ -74,6 +74,8 @@ operator | Is x^2 + 1 > 0 for every x? | Is x^2 + 1 < 0 for every x?
 order | What does 2>&1 do in a shell script? | What does 1>&2 do in a shell script?
 order | Why is 10 / 2 = 5? | Why is 2 / 10 = 5?
 order | What is the slope of y = 3x + 2? | What is the slope of y = 2x + 3?
+order | how do I compute revenue / cost in excel | how do I compute cost / revenue in excel
+order | what is the sign of a - b if a > b | what is the sign of b - a if a > b
 number | Is the iPhone 14 waterproof? | Is the iPhone 15 waterproof?
 number | How many calories are in 2 eggs? | How many calories are in three eggs?
 number | How many calories are in one egg? | How many calories are in 2 eggs?
