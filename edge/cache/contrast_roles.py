@@ -149,11 +149,12 @@ def voice_kept(cached: str, asked: str) -> bool:
     """Whether one question is the other in the other voice, doer and done-to kept, and
     nothing else changed: "can my employer read my work email" / "can my work email be
     read by my employer", "when did congress pass the civil rights act" / "when was the
-    civil rights act passed by congress". The decision's models then read the asked
-    question as the cached one (``match.Matcher``), as for a coordinated swap: taught that
-    who does what matters, they refuse many such rewordings. Any verb, not only the
-    lexicon's: the participle is the word before "by", the active verb the one word the
-    other question has in its place."""
+    civil rights act passed by congress", "who invented the jet engine" / "by whom was the
+    jet engine invented", "what do koalas eat" / "what is eaten by koalas". The decision's
+    models then read the asked question as the cached one (``match.Matcher``), as for a
+    coordinated swap: taught that who does what matters, they refuse many such rewordings.
+    Any verb, not only the lexicon's: the participle is a word near "by", the active verb
+    the one word the other question has in its place."""
     a, b = argument_words(cached), argument_words(asked)
     pa, pb = _by_passives(a), _by_passives(b)
     if bool(pa) == bool(pb):  # both in one voice: the order checks' business
