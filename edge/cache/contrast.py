@@ -358,17 +358,17 @@ CONTRASTS = (
 
 # The asker's manners around the question, not part of it: "if you could tell me ...",
 # "..., if you don't mind me asking", "if it's not too much trouble, ...", "sorry if this
-# is dumb, but ...". Read as a condition or a negation, they vetoed six rewordings in three
-# sets written apart (blind6, blind16, blind18) and no different question. Each becomes a
-# pause, so what follows still opens a clause ("I'd appreciate it if you could tell me
-# when ..." asks when).
+# is dumb, but ...", "forgive me if this is basic, ..." (blind24). Read as a condition or
+# a negation, they vetoed six rewordings in three sets written apart (blind6, blind16,
+# blind18) and no different question. Each becomes a pause, so what follows still opens a
+# clause ("I'd appreciate it if you could tell me when ..." asks when).
 _A = "['\u2019]?"  # an apostrophe, typed or typographic, or none
 _POLITE_ASIDE = re.compile(
     r"\bif\s+(?:you|u)\s+(?:could|can|would|will)\s+(?:please\s+)?"
     r"(?:tell|show|list|explain|share)(?:\s+(?:me|us|them))?\b"
     rf"|\bif\s+you\s+(?:don{_A}t|do\s+not)\s+mind(?:\s+(?:me|my)\s+asking)?\b"
     rf"|\bif\s+(?:it{_A}s|it\s+is)\s+not\s+too\s+much\s+(?:trouble|to\s+ask)\b"
-    r"|\b(?:sorry|apologies)\s+if\b",
+    r"|\b(?:sorry|apologies|(?:forgive|pardon|excuse)\s+me)\s+if\b",
     re.IGNORECASE,
 )
 

@@ -292,6 +292,7 @@ NOT_CONTRASTS = [
     ("How do magnets work?", "I've been curious for a while, how do magnets work?"),
     ("Why do cats purr?", "Sorry if this is a silly question, but why do cats purr?"),
     ("How do I reset my router?", "Apologies if this is basic: how do I reset my router?"),
+    ("What is a prime number?", "forgive me if this is obvious, what is a prime number"),
     # circumstances may move: only who does what to whom is an order
     ("Was school during the war hard in Poland?", "Was school in Poland hard during the war?"),
     # the passive with its agent kept asks the same
