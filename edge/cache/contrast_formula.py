@@ -24,15 +24,14 @@ _LAST_WORD = re.compile(r"(\w+)\s*$")
 _FIRST_WORD = re.compile(r"\s*(\w+)")
 
 
-def operands(text: str) -> list[str]:
-    """The words and numbers on either side of each operator, in order: "price / sqft" is
-    price, sqft."""
-    low = text.lower()
+def operands(text: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """The words and numbers on either side of each operator (``spans``: ``text``'s
+    ``operator_spans``), in order and in lower case: "price / sqft" is price, sqft."""
     out = []
-    for i, j, _ in operator_spans(low):
-        for m in (_LAST_WORD.search(low[:i]), _FIRST_WORD.match(low[j:])):
+    for i, j, _ in spans:
+        for m in (_LAST_WORD.search(text, 0, i), _FIRST_WORD.match(text, j)):
             if m is not None:
-                out.append(m[1])
+                out.append(m[1].lower())
     return out
 
 
@@ -104,7 +103,8 @@ def _ratio_numbers(ratios: list[str]) -> list[str]:
 
 def formula_changed(cached: str, asked: str) -> str | None:
     """ "operator" or "order" where the two write another formula, else None."""
-    oa, ob = operators(cached), operators(asked)
+    sa, sb = operator_spans(cached), operator_spans(asked)
+    oa, ob = tuple(op for *_, op in sa), tuple(op for *_, op in sb)
     # Both sides write a formula (one "&" or "w/" for a word is a rewording, not a formula).
     if oa and ob:
         if oa != ob or grouped(cached) != grouped(asked):  # "(*p)++" / "*p++"
@@ -116,7 +116,7 @@ def formula_changed(cached: str, asked: str) -> str | None:
         if na != nb and sorted(na) == sorted(nb):
             return "order"
         # Words as operands too: "is it price / sqft" / "is it sqft / price" (blind24).
-        wa, wb = operands(cached), operands(asked)
+        wa, wb = operands(cached, sa), operands(asked, sb)
         if wa != wb and sorted(wa) == sorted(wb):
             return "order"
     # A ratio's numbers in another order, with no operator around it: "is 1:2:3

@@ -179,7 +179,8 @@ def _kept(
             # both, or in "-ly") or in the words both questions open with ("how long until",
             # "actually"); else it is a role that moved ("can a doctor refuse to treat" /
             # "can a patient refuse to be treated").
-            both = (subject & patient) - ({active[i - 1]} & {passive[at - 1]})
+            adverb = {active[i - 1]} & {passive[at - 1]} if i else set()
+            both = (subject & patient) - adverb
             moved = _moved(both, active, passive) | both & (agent | obj)
             if subject & agent and obj & patient and not moved:
                 return True
@@ -260,9 +261,12 @@ def _roles(active: Sequence[str], i: int) -> tuple[set[str], set[str]]:
     do = next((k for k in range(1, i) if active[k] in _DO), None)
     if do is not None and active[0] in _WHO:
         asked = {x for x in active[:do] if content_word(x)} | {_asked(active[0])}
-        return {x for x in active[do + 1 : i] if content_word(x) or x in PRONOUNS}, obj | asked
-    subject = {x for x in active[:i] if content_word(x) or x in PRONOUNS}
-    return subject | ({"who"} if active[0] in _WHO_DOES else set()), obj
+        return _someone(active[do + 1 : i]), obj | asked
+    return _someone(active[:i]) | ({"who"} if active[0] in _WHO_DOES else set()), obj
+
+
+def _someone(words: Sequence[str]) -> set[str]:
+    return {x for x in words if content_word(x) or x in PRONOUNS}
 
 
 def _participle_of(verb: str, participle: str) -> bool:
